@@ -1,0 +1,380 @@
+"""``enzyme-cc`` / ``enzyme-c++``: a C/C++ compiler driver that differentiates.
+
+Compile steps go to clang (bitcode); the link step merges the bitcode of every
+input — sources, ``enzyme-cc -c`` objects, and the members of static archives
+that define still-undefined symbols — runs EnzymePy's pipeline on the merged
+module, and links the resulting native object with the remaining native
+inputs through the clang driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+from .. import __version__, llvm
+from ..errors import EnzymeError, ToolError, UsageError
+from ..paths import include_dir
+from . import archive, bitcode
+from .args import Args, Input, parse_args
+from .clang import Clang, find_clang
+from .pipeline import PipelineConfig, build_object
+
+USAGE = """\
+usage: {prog} [options] file...
+
+A C/C++ compiler driver (clang underneath) that builds programs through
+EnzymePy and differentiates every __enzyme_autodiff / __enzyme_fwddiff call.
+Accepts the usual compiler flags (-c -o -O0..-O3 -Os -g -I -D -U -include
+-std= -W* -f* -m* -MD -MMD -MF -MT -x -L -l -Wl, -shared -pthread @file).
+
+EnzymePy options:
+  -v                   print each stage's command and timing
+  -save-temps          keep the merged and transformed IR next to the output
+                       (<output>.merged.ll, <output>.enzyme.ll)
+  -fenzyme-NAME[=VAL]  options of the AD pass (see the README)
+  --version            print EnzymePy's version, the clang in use and LLVM's
+  --help               this text
+
+Environment:
+  ENZYME_CLANG, ENZYME_CLANGXX   the clang / clang++ to use
+  ENZYME_DEBUG=1                 show Python tracebacks for internal errors
+"""
+
+
+def main(argv: list[str] | None = None, cxx: bool = False) -> int:
+    prog = "enzyme-c++" if cxx else "enzyme-cc"
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return Driver(parse_args(argv, cxx), prog).run()
+    except ToolError as e:
+        if e.message:
+            print(f"{prog}: error: {e.message}", file=sys.stderr)
+        return e.returncode or 1
+    except EnzymeError as e:
+        print(e.format(prog), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug of ours: one line, traceback on request
+        if os.environ.get("ENZYME_DEBUG"):
+            traceback.print_exc()
+        print(f"{prog}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{prog}: note: rerun with ENZYME_DEBUG=1 for a traceback, and please report it",
+              file=sys.stderr)
+        return 70
+
+
+def main_cxx() -> int:
+    return main(cxx=True)
+
+
+def console_cc() -> None:
+    sys.exit(main())
+
+
+def console_cxx() -> None:
+    sys.exit(main(cxx=True))
+
+
+class Driver:
+    def __init__(self, args: Args, prog: str):
+        self.args = args
+        self.prog = prog
+        self._clang: Clang | None = None
+        self.tmp: str | None = None
+
+    @property
+    def clang(self) -> Clang:
+        if self._clang is None:
+            self._clang = find_clang()
+        return self._clang
+
+    # -- helpers ---------------------------------------------------------------
+
+    def log(self, text: str) -> None:
+        if self.args.verbose:
+            print(f"{self.prog}: {text}", file=sys.stderr, flush=True)
+
+    def call(self, cmd: list[str]) -> None:
+        """Run a tool; its diagnostics go straight to our stderr."""
+        self.log(shlex.join(cmd))
+        try:
+            rc = subprocess.call(cmd, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise ToolError(f"cannot run {cmd[0]}: {e}", 1) from None
+        if rc != 0:
+            raise ToolError("", rc if rc > 0 else 1)
+
+    def include_flags(self) -> list[str]:
+        inc = include_dir()
+        return ["-idirafter", inc] if inc else []
+
+    def opt_flags(self) -> list[str]:
+        return [self.args.opt] if self.args.opt else []
+
+    # -- entry -------------------------------------------------------------------
+
+    def run(self) -> int:
+        a = self.args
+        if a.help:
+            print(USAGE.format(prog=self.prog), end="")
+            return 0
+        if a.version:
+            print(f"{self.prog} (EnzymePy) {__version__}")
+            print(f"clang: {self.clang.describe()}")
+            print(f"LLVM (llvmlite): {llvm.llvm_version()}")
+            return 0
+        if a.mode in ("passthrough", "asm") or a.emit_llvm or not a.inputs:
+            if not a.inputs and not a.passthrough:
+                raise UsageError("no input files")
+            return self.passthrough()
+        self.check_inputs()
+        self.tmp = tempfile.mkdtemp(prefix="enzyme-cc-")
+        try:
+            if a.mode == "compile":
+                self.compile_only()
+            else:
+                self.link()
+        finally:
+            if a.save_temps:
+                self.log(f"temporary files kept in {self.tmp}")
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+        return 0
+
+    def passthrough(self) -> int:
+        """-E, -S, -fsyntax-only, -M, queries: clang does it all."""
+        cmd = self.clang.command(self.args.cxx) + self.args.passthrough + self.include_flags()
+        self.log(shlex.join(cmd))
+        try:
+            return subprocess.call(cmd)
+        except OSError as e:
+            raise ToolError(f"cannot run {cmd[0]}: {e}", 1) from None
+
+    def check_inputs(self) -> None:
+        for inp in self.args.inputs:
+            if not os.path.exists(inp.path):
+                raise UsageError(f"no such file or directory: '{inp.path}'")
+            if os.path.isdir(inp.path):
+                raise UsageError(f"'{inp.path}' is a directory, not an input file")
+            if inp.lang is not None:
+                continue
+            with open(inp.path, "rb") as fh:
+                head = fh.read(8)
+            if archive.is_archive(head) or bitcode.is_object(head):
+                continue
+            base = os.path.basename(inp.path)
+            if base.endswith((".o", ".obj", ".lo")):
+                raise UsageError(f"{inp.path}: not an object file (unrecognized file format)")
+            if base.endswith(".a"):
+                raise UsageError(f"{inp.path}: not an archive (unrecognized file format)")
+            if base.endswith((".so", ".dylib", ".tbd", ".lds", ".ld")) or ".so." in base:
+                continue  # shared library or linker script: the linker judges
+            raise UsageError(
+                f"{inp.path}: unknown file type (not C/C++ source, object, archive or "
+                "shared library)",
+                hint="name C sources *.c and C++ sources *.cpp, or give the language "
+                     "with -x c / -x c++")
+
+    # -- compiling -----------------------------------------------------------------
+
+    def compile_command(self, src: Input, out: str, bitcode_only: bool,
+                        dep_target: str | None) -> list[str]:
+        a = self.args
+        cmd = self.clang.command(a.cxx) + a.compile_flags + self.opt_flags()
+        if a.verbose:
+            cmd.append("-v")
+        if a.dep_gen:
+            cmd += a.dep_gen
+            if "-MF" not in a.dep_flags:
+                cmd += ["-MF", os.path.splitext(dep_target or out)[0] + ".d"]
+            if "-MT" not in a.dep_flags and "-MQ" not in a.dep_flags:
+                cmd += ["-MT", dep_target or out]
+        cmd += a.dep_flags
+        cmd += self.include_flags()
+        if src.lang not in ("assembler", "assembler-with-cpp"):
+            cmd.append("-flto=full")
+            if bitcode_only:
+                cmd.append("-emit-llvm")
+            elif self.clang.fat_lto:
+                cmd.append("-ffat-lto-objects")
+            else:
+                cmd.append("-fembed-bitcode=all")
+        cmd += ["-c", "-x", src.lang, src.path, "-o", out]
+        return cmd
+
+    def compile_only(self) -> None:
+        a = self.args
+        sources = a.sources
+        if not sources:
+            raise UsageError("-c given but no C or C++ source to compile")
+        if a.output and len(sources) > 1:
+            raise UsageError("cannot specify -o when generating multiple output files")
+        for inp in a.inputs:
+            if inp.lang is None:
+                print(f"{self.prog}: warning: {inp.path}: linker input unused with -c",
+                      file=sys.stderr)
+        for src in sources:
+            out = a.output or os.path.splitext(os.path.basename(src.path))[0] + ".o"
+            with atomic_output(out) as tmp_out:
+                self.call(self.compile_command(src, tmp_out, bitcode_only=False, dep_target=out))
+
+    # -- linking -----------------------------------------------------------------
+
+    def link(self) -> None:
+        a = self.args
+        assert self.tmp is not None
+        out = a.output or "a.out"
+        modules: list[tuple[str, bytes]] = []
+        final: list[str] = []           # the native link line, in order
+        merged_slot: int | None = None
+        archives: list[str] = []
+        lib_dirs = [item[2:] for item in a.link_items if isinstance(item, str)
+                    and item.startswith("-L")]
+        for n, item in enumerate(a.link_items):
+            if isinstance(item, str):
+                final.append(item)
+                if item.startswith("-l"):
+                    found = _find_static_lib(item[2:], lib_dirs)
+                    if found:
+                        archives.append(found)
+                continue
+            if item.lang is not None:
+                if item.lang in ("assembler", "assembler-with-cpp"):
+                    obj = os.path.join(self.tmp, f"{n}.o")
+                    self.call(self.compile_command(item, obj, bitcode_only=False, dep_target=None))
+                    final.append(obj)
+                    continue
+                bc = os.path.join(self.tmp, f"{n}.bc")
+                self.call(self.compile_command(item, bc, bitcode_only=True,
+                                               dep_target=out if a.dep_gen else None))
+                with open(bc, "rb") as fh:
+                    modules.append((item.path, fh.read()))
+                if merged_slot is None:
+                    merged_slot = len(final)
+                continue
+            with open(item.path, "rb") as fh:
+                data = fh.read()
+            if archive.is_archive(data[:8]):
+                archives.append(item.path)
+                final.append(item.path)
+                continue
+            if not bitcode.is_object(data[:8]):
+                final.append(item.path)   # shared library or linker script
+                continue
+            bc_data = bitcode.extract(data, item.path)
+            if bc_data is None:
+                final.append(item.path)
+            else:
+                modules.append((item.path, bc_data))
+                if merged_slot is None:
+                    merged_slot = len(final)
+        if modules:
+            modules += self.pull_archive_members(modules, archives)
+            cfg = PipelineConfig(
+                level=a.opt_level[0] if a.opt else 2,
+                cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
+                else "",
+                enzyme=a.enzyme, verbose=a.verbose,
+                save_prefix=out if a.save_temps else None)
+            obj = build_object(modules, cfg)
+            merged = os.path.join(self.tmp, "enzyme-merged.o")
+            with open(merged, "wb") as fh:
+                fh.write(obj)
+            final.insert(merged_slot if merged_slot is not None else 0, merged)
+        with atomic_output(out) as tmp_out:
+            self.call(self.clang.command(a.cxx) + a.link_flags + (["-v"] if a.verbose else [])
+                      + final + ["-o", tmp_out])
+
+    def pull_archive_members(self, modules: list[tuple[str, bytes]],
+                             archives: list[str]) -> list[tuple[str, bytes]]:
+        """Bitcode of the archive members that define still-undefined symbols,
+        pulled as a linker would, to a fixpoint."""
+        if not archives:
+            return []
+        defined: set[str] = set()
+        undefined: set[str] = set()
+        for what, data in modules:
+            d, u = _symbols(data, what)
+            defined |= d
+            undefined |= u
+        candidates: list[tuple[str, bytes, set[str], set[str]]] = []
+        seen: set[str] = set()
+        for path in archives:
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            for member in archive.read_archive(path):
+                what = f"{path}({member.name})"
+                bc_data = bitcode.extract(member.data, what) \
+                    if bitcode.is_object(member.data[:8]) else None
+                if bc_data is None:
+                    continue
+                d, u = _symbols(bc_data, what)
+                candidates.append((what, bc_data, d, u))
+        pulled: list[tuple[str, bytes]] = []
+        changed = True
+        while changed:
+            changed = False
+            for cand in list(candidates):
+                what, data, d, u = cand
+                if d & (undefined - defined):
+                    self.log(f"pulling {what}")
+                    pulled.append((what, data))
+                    candidates.remove(cand)
+                    defined |= d
+                    undefined |= u
+                    changed = True
+        return pulled
+
+
+@contextlib.contextmanager
+def atomic_output(out: str):
+    """Yield a private temporary name beside ``out``; it replaces ``out`` only
+    when the block succeeds, so a failed build never leaves a half-written
+    output behind."""
+    d = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".tmp", dir=d)
+    os.close(fd)
+    try:
+        yield tmp
+        if os.path.getsize(tmp) == 0:
+            raise ToolError(f"{out}: the tool wrote no output", 1)
+        # mkstemp made the file private; give it the permissions a compiler's
+        # output normally has (the linker already set the executable bits).
+        os.chmod(tmp, os.stat(tmp).st_mode | (0o644 & ~_umask()))
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _symbols(data: bytes, what: str) -> tuple[set[str], set[str]]:
+    """(defined, undefined) external symbol names of a bitcode module."""
+    return llvm.module_symbols(llvm.parse_bitcode(data, what))
+
+
+def _find_static_lib(name: str, dirs: list[str]) -> str | None:
+    """``-lname`` as the linker resolves it in the user's -L directories: a
+    shared library wins over a static one in the same directory."""
+    for d in dirs:
+        if os.path.exists(os.path.join(d, f"lib{name}.so")):
+            return None
+        path = os.path.join(d, f"lib{name}.a")
+        if os.path.exists(path):
+            return path
+    return None

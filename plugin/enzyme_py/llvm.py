@@ -1,0 +1,237 @@
+"""The llvmlite bridge: the only module that imports ``llvmlite.binding``.
+
+Everything EnzymePy asks of LLVM goes through here: reading bitcode, linking
+modules, printing and parsing textual IR, running the optimisation pipelines,
+verifying, emitting native objects for the host, and JIT-compiling modules for
+tests.  Module handles returned by these functions are ``llvmlite`` objects;
+callers treat them as opaque and pass them back in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+
+import llvmlite.binding as _llvm
+
+from .errors import EnzymeError
+
+__all__ = [
+    "LLVMError",
+    "PipelineOptions",
+    "llvm_version",
+    "parse_bitcode",
+    "parse_assembly",
+    "to_bitcode",
+    "to_text",
+    "link",
+    "module_symbols",
+    "verify",
+    "optimize",
+    "emit_object",
+    "object_sections",
+    "Jit",
+]
+
+
+class LLVMError(EnzymeError):
+    """LLVM rejected a module (bad bitcode, IR that does not verify, ...)."""
+
+
+@functools.cache
+def _init() -> None:
+    _llvm.initialize_native_target()
+    _llvm.initialize_native_asmprinter()
+    _llvm.initialize_native_asmparser()
+
+
+def llvm_version() -> str:
+    """The version of the LLVM that llvmlite carries, e.g. ``"22.1.0"``."""
+    return ".".join(str(p) for p in _llvm.llvm_version_info)
+
+
+def llvm_major() -> int:
+    return _llvm.llvm_version_info[0]
+
+
+def parse_bitcode(data: bytes, what: str = "bitcode"):
+    """Read a bitcode buffer into a module handle."""
+    _init()
+    try:
+        return _llvm.parse_bitcode(data)
+    except RuntimeError as e:
+        raise LLVMError(f"cannot read {what}: {_first_line(e)}") from None
+
+
+def parse_assembly(text: str, what: str = "IR"):
+    """Parse textual IR into a module handle (verifies it as well)."""
+    _init()
+    try:
+        mod = _llvm.parse_assembly(text)
+    except RuntimeError as e:
+        raise LLVMError(f"LLVM cannot parse {what}: {e}") from None
+    verify(mod, what)
+    return mod
+
+
+def to_text(mod) -> str:
+    return str(mod)
+
+
+def to_bitcode(mod) -> bytes:
+    return mod.as_bitcode()
+
+
+def link(modules: list) -> object:
+    """Link module handles into the first one (the others are consumed)."""
+    if not modules:
+        raise ValueError("link: no modules")
+    dst = modules[0]
+    for src in modules[1:]:
+        try:
+            dst.link_in(src)
+        except RuntimeError as e:
+            raise LLVMError(f"link failed: {e}") from None
+    return dst
+
+
+_LOCAL_LINKAGES = {_llvm.Linkage.internal, _llvm.Linkage.private}
+
+
+def module_symbols(mod) -> tuple[set[str], set[str]]:
+    """(defined, undefined) external symbols of a module, as a linker sees them."""
+    defined: set[str] = set()
+    undefined: set[str] = set()
+    for gv in list(mod.functions) + list(mod.global_variables):
+        name = gv.name
+        if not name or name.startswith("llvm."):
+            continue
+        if gv.is_declaration:
+            undefined.add(name)
+        elif gv.linkage not in _LOCAL_LINKAGES:
+            defined.add(name)
+    return defined, undefined - defined
+
+
+def verify(mod, what: str = "module") -> None:
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        raise LLVMError(f"{what} does not verify: {e}") from None
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Options of LLVM's default O-level pipeline.
+
+    ``level`` is 0..3.  llvmlite's pass builder has no size levels, so
+    ``-Os``/``-Oz`` run the ``-O2`` pipeline; clang's ``optsize``/``minsize``
+    function attributes still steer the passes that honour them.
+    ``vectorize`` and ``unroll`` switch the loop/SLP vectorizers and the loop
+    unroller (the pre-AD pipeline turns them off so the AD pass sees scalar
+    loops; the final pipeline keeps them on).
+    """
+
+    level: int = 2
+    vectorize: bool = True
+    unroll: bool = True
+
+
+def _target_machine(cpu: str = "", features: str = "", level: int = 2, triple: str = ""):
+    """A TargetMachine for ``triple`` (default: the host's).  ``cpu="host"``
+    means this machine's CPU and features (``-march=native``); an empty cpu
+    is LLVM's generic CPU for the triple, so objects run on any machine of
+    that architecture (functions still carry clang's target-cpu attributes)."""
+    _init()
+    target = _llvm.Target.from_triple(triple or _llvm.get_process_triple())
+    if cpu == "host":
+        cpu, features = _llvm.get_host_cpu_name(), features or _host_features()
+    return target.create_target_machine(
+        cpu=cpu,
+        features=features,
+        opt=max(0, min(level, 3)),
+        reloc="pic",
+        codemodel="default",
+    )
+
+
+@functools.cache
+def _host_features() -> str:
+    try:
+        return _llvm.get_host_cpu_features().flatten()
+    except RuntimeError:
+        return ""
+
+
+def optimize(mod, options: PipelineOptions = PipelineOptions()) -> None:
+    """Run LLVM's default ``-O<level>`` module pipeline on ``mod`` in place."""
+    if options.level == 0:
+        # -O0 still needs always_inline honoured, as clang does.
+        tm = _target_machine(level=0, triple=mod.triple)
+        pto = _llvm.create_pipeline_tuning_options(speed_level=0)
+        pb = _llvm.create_pass_builder(tm, pto)
+        pm = _llvm.create_new_module_pass_manager()
+        pm.add_always_inliner_pass()
+        pm.run(mod, pb)
+        return
+    tm = _target_machine(level=options.level, triple=mod.triple)
+    pto = _llvm.create_pipeline_tuning_options(speed_level=options.level)
+    pto.loop_vectorization = options.vectorize
+    pto.slp_vectorization = options.vectorize
+    pto.loop_unrolling = options.unroll
+    pto.loop_interleaving = options.unroll
+    pb = _llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+
+
+def emit_object(mod, level: int = 2, cpu: str = "", features: str = "") -> bytes:
+    """Compile ``mod`` to a native relocatable object (PIC); see
+    :func:`_target_machine` for ``cpu``."""
+    tm = _target_machine(cpu=cpu, features=features, level=level, triple=mod.triple)
+    try:
+        return tm.emit_object(mod)
+    except RuntimeError as e:
+        raise LLVMError(f"code generation failed: {e}") from None
+
+
+def object_sections(data: bytes) -> dict[str, bytes]:
+    """The sections of a native object file, by name (for embedded bitcode)."""
+    _init()
+    try:
+        obj = _llvm.ObjectFileRef.from_data(data)
+    except RuntimeError as e:
+        raise LLVMError(f"not an object file: {_first_line(e)}") from None
+    out: dict[str, bytes] = {}
+    for sec in obj.sections():
+        name = sec.name()
+        if isinstance(name, bytes):
+            name = name.decode("latin-1")
+        out[name] = bytes(sec.data()) if sec.size() else b""
+    return out
+
+
+class Jit:
+    """JIT-compile a module for tests: ``Jit(mod).function("f", ctypes.c_double, ctypes.c_double)``."""
+
+    def __init__(self, mod, level: int = 2):
+        _init()
+        tm = _target_machine(cpu="host", level=level, triple=mod.triple)
+        self._engine = _llvm.create_mcjit_compiler(mod, tm)
+        self._engine.finalize_object()
+        self._engine.run_static_constructors()
+
+    def address(self, name: str) -> int:
+        addr = self._engine.get_function_address(name)
+        if not addr:
+            raise KeyError(name)
+        return addr
+
+    def function(self, name: str, restype, *argtypes):
+        return ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
