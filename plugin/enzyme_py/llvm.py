@@ -213,7 +213,10 @@ def object_sections(data: bytes) -> dict[str, bytes]:
 
 
 class Jit:
-    """JIT-compile a module for tests: ``Jit(mod).function("f", ctypes.c_double, ctypes.c_double)``."""
+    """JIT-compile a module for tests.
+
+    ``Jit(mod).function("f", ctypes.c_double, ctypes.c_double)`` is a callable.
+    """
 
     def __init__(self, mod, level: int = 2):
         _init()

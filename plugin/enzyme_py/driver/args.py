@@ -38,9 +38,18 @@ _LINK_ONLY = {
     "-static-libstdc++", "-shared-libgcc", "-r", "-Bsymbolic",
 }
 
+_LINK_ONLY_PREFIXES = ("-fuse-ld=", "--ld-path=", "--rtlib=", "-rtlib=")
+
 # Flags that stand alone and concern only compilation.
 _COMPILE_ONLY = {"-MD", "-MMD", "-MP", "-M", "-MM", "-MG", "-P", "-C", "-CC",
                  "-ansi", "-nostdinc", "-nostdinc++", "-trigraphs", "-H", "-w"}
+_COMPILE_ONLY_PREFIXES = ("-std=", "--std=", "-W", "-ferror-limit", "-fdiagnostics",
+                          "-fmacro-", "-fcolor")
+
+# Flags that matter to compilation and to the link (code generation, target,
+# runtime libraries); -g is kept out of the link.
+_BOTH_PREFIXES = ("-m", "-f", "-g", "-stdlib=", "--stdlib=", "--target=", "--sysroot=",
+                  "-resource-dir", "-B", "-no-canonical")
 
 # Languages accepted by ``-x`` and how clang spells them.
 LANGS = {
@@ -107,10 +116,10 @@ def parse_opt(flag: str | None) -> tuple[int, int]:
         return 0, 0
     v = flag[2:]
     if v in ("", "1", "g"):
-        return (1, 0) if v != "g" else (1, 0)
-    if v in ("s",):
+        return 1, 0
+    if v == "s":
         return 2, 1
-    if v in ("z",):
+    if v == "z":
         return 2, 2
     if v == "fast":
         return 3, 0
@@ -225,15 +234,11 @@ def parse_args(argv: list[str], cxx: bool) -> Args:
                 args.compile_flags += [a] if joined is not None else [flag, val]
         elif a.startswith("-Wl,"):
             args.link_items.append(a)
-        elif a in _LINK_ONLY or a.startswith(("-fuse-ld=", "--ld-path=", "-Wl", "--rtlib=", "-rtlib=")):
+        elif a in _LINK_ONLY or a.startswith(_LINK_ONLY_PREFIXES):
             args.link_flags.append(a)
-        elif a in _COMPILE_ONLY or a.startswith(("-std=", "-W", "--std=", "-ferror-limit",
-                                                 "-fdiagnostics", "-fmacro-", "-fcolor")):
+        elif a in _COMPILE_ONLY or a.startswith(_COMPILE_ONLY_PREFIXES):
             args.compile_flags.append(a)
-        elif a in ("-pthread", "-pthreads") or a.startswith(("-m", "-f", "-g", "-stdlib=",
-                                                              "--stdlib=", "-march", "-mtune",
-                                                              "--target=", "--sysroot=",
-                                                              "-resource-dir", "-B", "-no-canonical")):
+        elif a in ("-pthread", "-pthreads") or a.startswith(_BOTH_PREFIXES):
             args.compile_flags.append(a)
             if not a.startswith("-g"):
                 args.link_flags.append(a)

@@ -44,8 +44,8 @@ def _save(cfg: PipelineConfig, suffix: str, text: str) -> None:
 def transform_text(text: str, cfg: PipelineConfig) -> str:
     """Our own part of the pipeline: parse the merged IR into EnzymePy's IR,
     run the AD pass, print it back."""
-    from ..ir import parse_module, print_module
     from ..ad import transform_module
+    from ..ir import parse_module, print_module
 
     t0 = time.perf_counter()
     module = parse_module(text)

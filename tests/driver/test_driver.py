@@ -1,0 +1,273 @@
+"""End-to-end tests of enzyme-cc / enzyme-c++ as a compiler driver.
+
+Every build is compared with the same program built by the clang EnzymePy
+uses: same output, same exit status.  No differentiation here (tests/ad/ does
+that); these tests pin down the toolchain: compile, link, archives, shared
+libraries, make, dependency files, response files, and bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from enzyme_py.driver.clang import find_clang
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not on PATH: install EnzymePy first (pip install .)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def ecc() -> str:
+    return _tool("enzyme-cc")
+
+
+@pytest.fixture(scope="session")
+def ecxx() -> str:
+    return _tool("enzyme-c++")
+
+
+@pytest.fixture(scope="session")
+def clang():
+    return find_clang()
+
+
+def run(cmd, cwd, ok=True, env=None, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=env, **kw)
+    if ok and proc.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def copy_data(name: str, dest) -> str:
+    src = os.path.join(DATA, name)
+    if os.path.isdir(src):
+        out = os.path.join(dest, name)
+        shutil.copytree(src, out)
+        return out
+    shutil.copy(src, dest)
+    return os.path.join(dest, name)
+
+
+def output_of(exe, cwd, env=None) -> tuple[int, str]:
+    proc = run([exe], cwd, ok=False, env=env)
+    return proc.returncode, proc.stdout
+
+
+def test_version(ecc):
+    out = run([ecc, "--version"], ".").stdout
+    from enzyme_py import __version__
+    assert f"(EnzymePy) {__version__}" in out
+    assert "clang" in out and "LLVM (llvmlite): 22." in out
+
+
+def test_help_mentions_own_options(ecc):
+    out = run([ecc, "--help"], ".").stdout
+    assert "-save-temps" in out and "ENZYME_CLANG" in out
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+@pytest.mark.parametrize("name,cxx", [("single.c", False), ("cxx.cpp", True)])
+def test_single_file_matches_clang(tmp_path, ecc, ecxx, clang, opt, name, cxx):
+    src = copy_data(name, tmp_path)
+    run([ecxx if cxx else ecc, opt, src, "-o", "ours", "-lm"], tmp_path)
+    run(clang.command(cxx) + [opt, src, "-o", "ref", "-lm"], tmp_path)
+    ours = output_of(tmp_path / "ours", tmp_path)
+    assert ours == output_of(tmp_path / "ref", tmp_path)
+    assert ours[1].strip()
+
+
+def test_multi_file_one_call_and_separate_compile(tmp_path, ecc, clang):
+    d = copy_data("multi", tmp_path)
+    run([ecc, "-O2", "main.c", "util.c", "-o", "one", "-lm"], d)
+    run([ecc, "-O1", "-c", "util.c"], d)
+    run([ecc, "-O1", "-c", "main.c", "-o", "main.o"], d)
+    run([ecc, "main.o", "util.o", "-o", "two", "-lm"], d)
+    run(clang.command(False) + ["main.c", "util.c", "-o", "ref", "-lm"], d)
+    ref = output_of(os.path.join(d, "ref"), d)
+    assert output_of(os.path.join(d, "one"), d) == ref
+    assert output_of(os.path.join(d, "two"), d) == ref
+    # -c wrote an ordinary native object that carries its bitcode
+    with open(os.path.join(d, "util.o"), "rb") as fh:
+        assert fh.read(4) == b"\x7fELF"
+    from enzyme_py import llvm
+    with open(os.path.join(d, "util.o"), "rb") as fh:
+        sections = llvm.object_sections(fh.read())
+    assert sections.get(".llvm.lto") or sections.get(".llvmbc")
+    nm = shutil.which("nm")
+    if nm:
+        syms = run([nm, "util.o"], d).stdout
+        assert " T dot2" in syms and " T rot" in syms
+
+
+def _archivers():
+    out = [pytest.param(["ar", "rcs"], id="gnu-ar")]
+    llvm_ar = shutil.which("llvm-ar")
+    out.append(pytest.param([llvm_ar, "rcs"] if llvm_ar else
+                            [sys.executable, "-m", "ziglang", "ar", "rcs"], id="llvm-ar"))
+    return out
+
+
+@pytest.mark.parametrize("archiver", _archivers())
+def test_static_library_members_pulled_on_demand(tmp_path, ecc, clang, archiver):
+    d = copy_data("staticlib", tmp_path)
+    run([ecc, "-O2", "-c", "poly.c", "unused.c"], d)
+    run(archiver + ["libpoly.a", "poly.o", "unused.o"], d)
+    run([ecc, "-O2", "-c", "main.c"], d)
+    # unused.o defines main too: pulling it would break the link
+    run([ecc, "main.o", "-L.", "-lpoly", "-o", "t1"], d)
+    run([ecc, "main.c", "libpoly.a", "-o", "t2", "-v"], d)
+    run(clang.command(False) + ["main.c", "poly.c", "-o", "ref"], d)
+    ref = output_of(os.path.join(d, "ref"), d)
+    assert ref[1].count("p(") == 5
+    assert output_of(os.path.join(d, "t1"), d) == ref
+    assert output_of(os.path.join(d, "t2"), d) == ref
+
+
+def test_static_library_bitcode_reaches_the_merged_module(tmp_path, ecc):
+    """The archive member's code goes through EnzymePy (it is in the merged IR),
+    not only through the system linker."""
+    d = copy_data("staticlib", tmp_path)
+    run([ecc, "-c", "poly.c"], d)
+    run(["ar", "rcs", "libpoly.a", "poly.o"], d)
+    run([ecc, "main.c", "-L.", "-lpoly", "-o", "t", "-save-temps"], d)
+    with open(os.path.join(d, "t.merged.ll")) as fh:
+        text = fh.read()
+    assert any(line.startswith("define") and "@poly3(" in line for line in text.splitlines())
+
+
+def test_shared_library(tmp_path, ecc, clang):
+    d = copy_data("shared", tmp_path)
+    run([ecc, "-O2", "-shared", "-fPIC", "shape.c", "-o", "libshape.so", "-lm"], d)
+    run([ecc, "-O2", "main.c", "-L.", "-lshape", "-Wl,-rpath," + d, "-o", "t"], d)
+    run(clang.command(False) + ["main.c", "shape.c", "-o", "ref", "-lm"], d)
+    assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_makefile_parallel_build(tmp_path, ecc, clang):
+    d = copy_data("makeproj", tmp_path)
+    run(["make", "-j2", f"CC={ecc}"], d)
+    for stem in ("main", "stats", "fmt"):
+        with open(os.path.join(d, stem + ".d")) as fh:
+            deps = fh.read()
+        assert deps.startswith(stem + ".o:") and "stats.h" in deps
+    ref_dir = os.path.join(tmp_path, "ref")
+    shutil.copytree(os.path.join(DATA, "makeproj"), ref_dir)
+    run(["make", "-j2", "CC=" + " ".join(clang.command(False))], ref_dir)
+    ours = output_of(os.path.join(d, "app"), d)
+    assert ours == output_of(os.path.join(ref_dir, "app"), ref_dir)
+    assert "stddev" in ours[1]
+    # nothing to do the second time: the dependency files are right
+    again = run(["make", "-j2", f"CC={ecc}"], d).stdout
+    assert "Nothing to be done" in again or "is up to date" in again
+
+
+def test_dependency_file_flags(tmp_path, ecc):
+    d = copy_data("multi", tmp_path)
+    cmd = [ecc, "-c", "main.c", "-o", "obj/main.o",
+           "-MD", "-MF", "deps/main.dep", "-MT", "mytarget"]
+    os.makedirs(os.path.join(d, "obj"))
+    os.makedirs(os.path.join(d, "deps"))
+    run(cmd, d)
+    with open(os.path.join(d, "deps", "main.dep")) as fh:
+        assert fh.read().startswith("mytarget:")
+    run([ecc, "-c", "util.c", "-o", "obj/util.o", "-MMD"], d)
+    with open(os.path.join(d, "obj", "util.d")) as fh:
+        text = fh.read()
+    assert text.startswith("obj/util.o:") and "util.h" in text and "/usr/include" not in text
+
+
+def test_response_file_and_paths_with_spaces(tmp_path, ecc, clang):
+    d = os.path.join(tmp_path, "a dir")
+    os.makedirs(d)
+    shutil.copy(os.path.join(DATA, "multi", "main.c"), os.path.join(d, "main prog.c"))
+    shutil.copy(os.path.join(DATA, "multi", "util.c"), os.path.join(d, "util.c"))
+    os.makedirs(os.path.join(d, "inc dir"))
+    shutil.copy(os.path.join(DATA, "multi", "util.h"), os.path.join(d, "inc dir", "util.h"))
+    with open(os.path.join(d, "args.rsp"), "w") as fh:
+        fh.write('-O2 "-Iinc dir"\n"main prog.c" util.c\n-o "my app" -lm\n')
+    run([ecc, "@args.rsp"], d)
+    out = output_of(os.path.join(d, "my app"), d)
+    assert out[0] == 0 and "calls=20" in out[1]
+
+
+def test_temporary_files_are_cleaned_up(tmp_path, ecc):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    src = copy_data("single.c", tmp_path)
+    env = dict(os.environ, TMPDIR=str(tmpdir))
+    run([ecc, src, "-o", "t", "-lm"], tmp_path, env=env)
+    run([ecc, "-c", src, "-o", "t.o"], tmp_path, env=env)
+    assert list(tmpdir.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["single.c", "t", "t.o", "tmp"]
+
+
+def test_verbose_and_save_temps(tmp_path, ecc):
+    src = copy_data("single.c", tmp_path)
+    proc = run([ecc, "-v", "-save-temps", src, "-o", "t", "-lm"], tmp_path)
+    assert "llvmlite link" in proc.stderr and "-emit-llvm" in proc.stderr
+    assert (tmp_path / "t.merged.ll").read_text().startswith("; ModuleID")
+    assert "define" in (tmp_path / "t.enzyme.ll").read_text()
+
+
+# -- bad input: one clear line, non-zero exit, no output file --------------------------
+
+
+def _error_case(tmp_path, cmd, expect: str, rc_nonzero=True):
+    proc = run(cmd, tmp_path, ok=False)
+    assert proc.returncode != 0 if rc_nonzero else True
+    assert expect in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+    return proc
+
+
+def test_syntax_error_gives_clang_diagnostic(tmp_path, ecc):
+    (tmp_path / "bad.c").write_text("int main(void) { return 0 }\n")
+    proc = _error_case(tmp_path, [ecc, "bad.c", "-o", "out"], "bad.c:1:")
+    assert "error:" in proc.stderr
+    _error_case(tmp_path, [ecc, "-c", "bad.c", "-o", "out"], "bad.c:1:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.c"]
+
+
+def test_missing_input(tmp_path, ecc):
+    proc = _error_case(tmp_path, [ecc, "nothere.c", "-o", "out"],
+                       "enzyme-cc: error: no such file or directory: 'nothere.c'")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_language(tmp_path, ecc):
+    (tmp_path / "x.c").write_text("int main(void){return 0;}\n")
+    _error_case(tmp_path, [ecc, "-x", "cobol", "x.c", "-o", "out"],
+                "enzyme-cc: error: language not recognized: 'cobol'")
+    (tmp_path / "prog.f90").write_text("program p\nend program\n")
+    _error_case(tmp_path, [ecc, "prog.f90", "-o", "out"], "prog.f90: unknown file type")
+
+
+def test_corrupt_object(tmp_path, ecc):
+    (tmp_path / "junk.o").write_bytes(b"this is not an object file\n")
+    proc = _error_case(tmp_path, [ecc, "junk.o", "-o", "out"],
+                       "enzyme-cc: error: junk.o: not an object file")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / "trunc.o").write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 20)
+    proc = _error_case(tmp_path, [ecc, "trunc.o", "-o", "out"], "trunc.o: corrupt object file")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_multiple_outputs_with_dash_o(tmp_path, ecc):
+    d = copy_data("multi", tmp_path)
+    proc = run([ecc, "-c", "main.c", "util.c", "-o", "x.o"], d, ok=False)
+    assert proc.returncode != 0
+    assert "cannot specify -o when generating multiple output files" in proc.stderr
