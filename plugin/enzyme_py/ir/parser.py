@@ -1,0 +1,1317 @@
+"""Parser of LLVM textual IR as printed by llvmlite's LLVM.
+
+Layers, bottom up: tokens (:mod:`.lexer`) → literals and types → constants and
+values → instructions and blocks (:class:`BodyParser`) → module (line-based,
+:func:`parse_module`).  ``parse_optional_x`` returns None where ``parse_x``
+raises a :class:`ParseError` naming what was expected.
+
+Function bodies are parsed lazily: the module parser records each body's text
+and :func:`parse_function_body` runs on first access to ``fn.blocks``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import instructions as I
+from . import types as T
+from . import values as V
+from .lexer import (ATTRGRP, DBG, EOF, FLOAT, GLOBAL, INT, KW, LABEL, LOCAL, META, PUNCT, STR,
+                    ParseError, tokenize)
+from .module import Function, GlobalAlias, GlobalIFunc, GlobalVariable, Module, BasicBlock
+
+__all__ = ["parse_module", "parse_function_body", "ParseError", "Parser"]
+
+_FLOAT_KINDS = {"half", "bfloat", "float", "double", "x86_fp80", "fp128", "ppc_fp128"}
+_SIMPLE_TYPES = {"void": T.void, "label": T.label, "metadata": T.metadata, "token": T.token,
+                 "ptr": T.ptr, **{k: T.FloatType(k) for k in _FLOAT_KINDS}}
+_INT_RE = re.compile(r"i[0-9]+\Z")
+FMF = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast"}
+_CONST_KW = {"null", "true", "false", "undef", "poison", "zeroinitializer", "none",
+             "blockaddress", "dso_local_equivalent", "no_cfi", "splat", "asm", "ptrauth",
+             "getelementptr", "extractelement", "insertelement", "shufflevector", "select",
+             "icmp", "fcmp"} | I.CAST_OPS | I.BINARY_OPS
+_ORDERINGS = {"unordered", "monotonic", "acquire", "release", "acq_rel", "seq_cst"}
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1] if name.startswith('"') else name
+
+
+class Parser:
+    """Token-level parsing: types, constants, typed values, attribute text."""
+
+    def __init__(self, module: Module, text: str, start: int = 0, end: int | None = None,
+                 line_offset: int = 0):
+        self.module = module
+        self.text = text
+        self.kinds, self.toks, self.starts, self.ends = tokenize(text, start, end)
+        self.i = 0
+        self.line_offset = line_offset
+
+    # -- token helpers ------------------------------------------------------------
+    def error(self, msg: str, i: int | None = None) -> ParseError:
+        i = self.i if i is None else i
+        return ParseError(msg, self.text, self.starts[min(i, len(self.starts) - 1)],
+                          self.line_offset)
+
+    def expected(self, what: str) -> ParseError:
+        tok = self.toks[self.i] or "end of input"
+        return self.error(f"expected {what}, found '{tok}'")
+
+    def parse_optional_punct(self, p: str) -> bool:
+        if self.kinds[self.i] == PUNCT and self.toks[self.i] == p:
+            self.i += 1
+            return True
+        return False
+
+    def parse_punct(self, p: str) -> None:
+        if not self.parse_optional_punct(p):
+            raise self.expected(f"'{p}'")
+
+    def parse_optional_kw(self, kw: str) -> bool:
+        if self.toks[self.i] == kw and self.kinds[self.i] == KW:
+            self.i += 1
+            return True
+        return False
+
+    def parse_kw(self, kw: str) -> None:
+        if not self.parse_optional_kw(kw):
+            raise self.expected(f"'{kw}'")
+
+    def parse_int(self) -> int:
+        if self.kinds[self.i] != INT:
+            raise self.expected("an integer")
+        self.i += 1
+        return int(self.toks[self.i - 1])
+
+    def skip_balanced(self) -> None:
+        """Skip one token, or a whole bracketed group if it opens one."""
+        depth = 0
+        while True:
+            k, t = self.kinds[self.i], self.toks[self.i]
+            if k == EOF:
+                raise self.expected("a closing bracket")
+            self.i += 1
+            if k == PUNCT:
+                if t in "([{<":
+                    depth += 1
+                elif t in ")]}>":
+                    depth -= 1
+            if depth <= 0:
+                return
+
+    def slice(self, i: int, j: int) -> str:
+        """Source text of tokens ``i..j-1``."""
+        if j <= i:
+            return ""
+        return self.text[self.starts[i]:self.ends[j - 1]]
+
+    # -- types ----------------------------------------------------------------------
+    def at_type_start(self) -> bool:
+        k, t = self.kinds[self.i], self.toks[self.i]
+        if k == KW:
+            return t in _SIMPLE_TYPES or _INT_RE.match(t) is not None
+        if k == PUNCT:
+            return t in "<[{"
+        return k == LOCAL
+
+    def parse_optional_type(self) -> T.Type | None:
+        if not self.at_type_start():
+            return None
+        return self.parse_type()
+
+    def parse_type(self) -> T.Type:
+        ty = self._parse_base_type()
+        while self.kinds[self.i] == PUNCT and self.toks[self.i] == "(":
+            ty = self._parse_function_type(ty)
+        return ty
+
+    def _parse_function_type(self, ret):
+        self.parse_punct("(")
+        params, varargs = [], False
+        if not self.parse_optional_punct(")"):
+            while True:
+                if self.parse_optional_punct("..."):
+                    varargs = True
+                else:
+                    params.append(self.parse_type())
+                if not self.parse_optional_punct(","):
+                    break
+            self.parse_punct(")")
+        return T.FunctionType(ret, params, varargs)
+
+    def _parse_base_type(self) -> T.Type:
+        k, t = self.kinds[self.i], self.toks[self.i]
+        if k == KW:
+            st = _SIMPLE_TYPES.get(t)
+            if st is not None:
+                self.i += 1
+                if t == "ptr" and self.toks[self.i] == "addrspace":
+                    self.i += 2
+                    n = self.parse_int()
+                    self.parse_punct(")")
+                    return T.PointerType(n)
+                return st
+            if _INT_RE.match(t):
+                self.i += 1
+                return T.IntType(int(t[1:]))
+            raise self.expected("a type")
+        if k == LOCAL:
+            self.i += 1
+            return self.module.add_type(_unquote(t[1:]))
+        if k == PUNCT:
+            if t == "[":
+                self.i += 1
+                n = self.parse_int()
+                self.parse_kw("x")
+                el = self.parse_type()
+                self.parse_punct("]")
+                return T.ArrayType(el, n)
+            if t == "{":
+                self.i += 1
+                return T.StructType(self._parse_type_list("}"), False)
+            if t == "<":
+                self.i += 1
+                if self.parse_optional_punct("{"):
+                    els = self._parse_type_list("}")
+                    self.parse_punct(">")
+                    return T.StructType(els, True)
+                scalable = self.parse_optional_kw("vscale")
+                if scalable:
+                    self.parse_kw("x")
+                n = self.parse_int()
+                self.parse_kw("x")
+                el = self.parse_type()
+                self.parse_punct(">")
+                return T.VectorType(el, n, scalable)
+        raise self.expected("a type")
+
+    def _parse_type_list(self, close):
+        els = []
+        if self.parse_optional_punct(close):
+            return els
+        while True:
+            els.append(self.parse_type())
+            if not self.parse_optional_punct(","):
+                break
+        self.parse_punct(close)
+        return els
+
+    # -- values ---------------------------------------------------------------------
+    def lookup_local(self, name: str, ty: T.Type) -> V.Value:
+        raise self.error("function-local value outside a function")
+
+    def lookup_global(self, name: str) -> V.Value:
+        key = _unquote(name[1:])
+        g = self.module.symbols.get(key)
+        if g is None:
+            g = self.module_forward_global(key)
+        return g
+
+    def module_forward_global(self, key):
+        raise self.error(f"use of undefined global @{key}")
+
+    def parse_typed_value(self) -> V.Value:
+        ty = self.parse_type()
+        return self.parse_value(ty)
+
+    def parse_value(self, ty: T.Type) -> V.Value:
+        k, t = self.kinds[self.i], self.toks[self.i]
+        if k == LOCAL:
+            self.i += 1
+            return self.lookup_local(t, ty)
+        if ty is T.metadata:
+            return self.parse_metadata_value()
+        if k == GLOBAL:
+            self.i += 1
+            return self.lookup_global(t)
+        if k == INT:
+            self.i += 1
+            if ty.is_float:
+                return V.ConstantFP(ty, text=t)
+            return V.ConstantInt(ty, int(t))
+        if k == FLOAT:
+            self.i += 1
+            return V.ConstantFP(ty, text=t)
+        if k == KW:
+            return self._parse_kw_constant(ty)
+        if k == STR and t.startswith("c"):
+            self.i += 1
+            return V.ConstantString(ty, t[1:])
+        if k == PUNCT:
+            if t == "{":
+                self.i += 1
+                return V.ConstantAggregate(ty, self._parse_typed_list("}"))
+            if t == "[":
+                self.i += 1
+                return V.ConstantAggregate(ty, self._parse_typed_list("]"))
+            if t == "<":
+                self.i += 1
+                if self.parse_optional_punct("{"):
+                    els = self._parse_typed_list("}")
+                    self.parse_punct(">")
+                    return V.ConstantAggregate(ty, els)
+                return V.ConstantAggregate(ty, self._parse_typed_list(">"))
+        raise self.expected(f"a value of type {ty}")
+
+    def _parse_typed_list(self, close):
+        els = []
+        if self.parse_optional_punct(close):
+            return els
+        while True:
+            els.append(self.parse_typed_value())
+            if not self.parse_optional_punct(","):
+                break
+        self.parse_punct(close)
+        return els
+
+    def _parse_kw_constant(self, ty):
+        t = self.toks[self.i]
+        self.i += 1
+        if t == "true" or t == "false":
+            return V.ConstantInt(ty, 1 if t == "true" else 0)
+        if t == "null":
+            return V.ConstantNull(ty)
+        if t == "none":
+            return V.ConstantTokenNone(ty)
+        if t == "undef":
+            return V.Undef(ty)
+        if t == "poison":
+            return V.Poison(ty)
+        if t == "zeroinitializer":
+            return V.ZeroInit(ty)
+        if t == "splat":
+            self.parse_punct("(")
+            v = self.parse_typed_value()
+            self.parse_punct(")")
+            return V.ConstantSplat(ty, [v])
+        if t == "blockaddress":
+            self.parse_punct("(")
+            fn = self.parse_value(T.ptr)
+            self.parse_punct(",")
+            bb = self.toks[self.i]
+            self.i += 1
+            self.parse_punct(")")
+            return V.BlockAddress(ty, [fn, self.block_address_target(fn, bb)])
+        if t in ("dso_local_equivalent", "no_cfi"):
+            return V.GlobalRefConstant(ty, t, self.parse_value(T.ptr))
+        if t == "asm":
+            start = self.i - 1
+            while self.kinds[self.i] == KW:
+                self.i += 1
+            if self.kinds[self.i] != STR:
+                raise self.expected("an asm string")
+            self.i += 1
+            self.parse_punct(",")
+            if self.kinds[self.i] != STR:
+                raise self.expected("an asm constraint string")
+            self.i += 1
+            return V.InlineAsm(ty, self.slice(start, self.i))
+        if t in _CONST_KW:
+            return self._parse_constant_expr(t, ty)
+        self.i -= 1
+        raise self.expected(f"a value of type {ty}")
+
+    def block_address_target(self, fn, bbtok):
+        placeholder = _Forward(T.label, _unquote(bbtok[1:]))
+        self.module._pending_blockaddrs.append((fn, placeholder))
+        return placeholder
+
+    def _parse_constant_expr(self, op, ty):
+        fstart = self.i
+        while self.kinds[self.i] == KW and self.toks[self.i] in (
+                "inbounds", "nuw", "nsw", "nusw", "exact", "disjoint", "inrange", "samesign"):
+            if self.toks[self.i] == "inrange":
+                self.i += 1
+                self.skip_balanced()
+            else:
+                self.i += 1
+        flags = self.slice(fstart, self.i)
+        pred = None
+        if op in ("icmp", "fcmp"):
+            pred = self.toks[self.i]
+            self.i += 1
+            flags = (flags + " " + pred).strip()
+        self.parse_punct("(")
+        src_ty = None
+        if op == "getelementptr":
+            src_ty = self.parse_type()
+            self.parse_punct(",")
+        ops = [self.parse_typed_value()]
+        dest = None
+        if op in I.CAST_OPS:
+            self.parse_kw("to")
+            dest = self.parse_type()
+        else:
+            while self.parse_optional_punct(","):
+                ops.append(self.parse_typed_value())
+        self.parse_punct(")")
+        return V.ConstantExpr(ty, op, ops, flags, src_ty, dest)
+
+    def parse_metadata_value(self) -> V.MetadataValue:
+        """A ``metadata`` operand, kept as text with operand holes."""
+        parts, ops = self.parse_template(stop_at_comma=True)
+        return V.MetadataValue(parts, ops)
+
+    def parse_template(self, stop_at_comma: bool):
+        """Text up to a depth-0 ``,``/``)`` (or the matching ``)``) with value holes."""
+        parts, ops = [], []
+        depth = 0
+        last = self.starts[self.i]
+        first = self.i
+        while True:
+            k, t = self.kinds[self.i], self.toks[self.i]
+            if k == EOF:
+                raise self.expected("end of metadata operand")
+            if k == PUNCT:
+                if t in "([{<":
+                    depth += 1
+                elif t in ")]}>":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif t == "," and depth == 0 and stop_at_comma:
+                    break
+            elif k == LOCAL or k == GLOBAL:
+                s = self.starts[self.i]
+                if s > last:
+                    parts.append(self.text[last:s])
+                prev = self.toks[self.i - 1] if self.i > first else ""
+                if k == LOCAL:
+                    v = (self.lookup_block(t) if prev == "label"
+                         else self.lookup_local(t, T.void))
+                else:
+                    v = self.lookup_global(t)
+                parts.append(len(ops))
+                ops.append(v)
+                last = self.ends[self.i]
+            self.i += 1
+        end = self.ends[self.i - 1] if self.i > first else last
+        if end > last:
+            parts.append(self.text[last:end])
+        return parts, ops
+
+    def lookup_block(self, tok):
+        raise self.error("block reference outside a function")
+
+    # -- attribute text ----------------------------------------------------------
+    def parse_attr_text(self, stop_kws=()) -> str:
+        """Parameter/return attributes before a value: ``noundef nonnull align 8 ...``."""
+        start = self.i
+        while True:
+            k, t = self.kinds[self.i], self.toks[self.i]
+            if k == KW:
+                if t in _CONST_KW or t in stop_kws:
+                    break
+                if t == "align" and self.kinds[self.i + 1] == INT:
+                    self.i += 2
+                    continue
+                self.i += 1
+                if self.toks[self.i] == "(" and self.kinds[self.i] == PUNCT:
+                    self.skip_balanced()
+            elif k == STR and not t.startswith("c"):
+                self.i += 1
+                if self.toks[self.i] == "=":
+                    self.i += 2
+            else:
+                break
+        return self.slice(start, self.i)
+
+
+class _Forward(V.Value):
+    """Placeholder for a value used before its definition."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, ty, key):
+        super().__init__(ty, None)
+        self.key = key
+
+
+# ============================================================================
+# function bodies
+# ============================================================================
+
+class BodyParser(Parser):
+    def __init__(self, fn: Function, text, start, end, line_offset):
+        super().__init__(fn.parent, text, start, end, line_offset)
+        self.fn = fn
+        self.locals: dict[str, V.Value] = {}
+        self.fwd: dict[str, _Forward] = {}
+        self.blocks: dict[str, BasicBlock] = {}
+        for a in fn.args:
+            if a.name is not None:
+                self.locals[a.name] = a
+        n = 0
+        for a in fn.args:
+            if a.name is None:
+                self.locals[str(n)] = a
+                n += 1
+
+    def lookup_local(self, tok, ty):
+        key = _unquote(tok[1:])
+        v = self.locals.get(key)
+        if v is not None:
+            return v
+        f = self.fwd.get(key)
+        if f is None:
+            f = self.fwd[key] = _Forward(ty, key)
+        elif f.type is T.void and ty is not T.void:
+            f.type = ty  # first seen in a debug record, now with its type
+        return f
+
+    def lookup_block(self, tok):
+        key = _unquote(tok[1:])
+        b = self.blocks.get(key)
+        if b is None:
+            b = BasicBlock(None if key.isdigit() else key, self.fn)
+            self.blocks[key] = b
+            f = self.fwd.pop(key, None)
+            if f is not None:
+                f.replace_all_uses_with(b)
+        return b
+
+    def parse_label_ref(self):
+        self.parse_kw("label")
+        if self.kinds[self.i] != LOCAL:
+            raise self.expected("a block label")
+        self.i += 1
+        return self.lookup_block(self.toks[self.i - 1])
+
+    def define(self, key, v):
+        f = self.fwd.pop(key, None)
+        if f is not None:
+            f.replace_all_uses_with(v)
+        if key in self.locals:
+            raise self.error(f"redefinition of %{key}")
+        self.locals[key] = v
+
+    def parse_body(self):
+        fn = self.fn
+        blocks = fn._blocks
+        self.parse_punct("{")
+        cur = None
+        pending: list[V.DebugRecord] = []
+        kinds, toks = self.kinds, self.toks
+        while True:
+            k = kinds[self.i]
+            if k == LABEL:
+                key = _unquote(toks[self.i][:-1])
+                self.i += 1
+                cur = self.lookup_block("%" + key if not key.startswith('"') else '%"' + key + '"')
+                if cur in blocks:
+                    raise self.error(f"redefinition of block {key}")
+                blocks.append(cur)
+                continue
+            if k == PUNCT and toks[self.i] == "}":
+                break
+            if k == EOF:
+                raise self.expected("'}'")
+            if cur is None:  # unnamed entry block: numbered after the unnamed args
+                cur = BasicBlock(None, fn)
+                blocks.append(cur)
+                self.blocks[str(sum(1 for a in fn.args if a.name is None))] = cur
+            if k == DBG:
+                pending.append(self.parse_debug_record())
+                continue
+            if k == KW and toks[self.i] in ("uselistorder", "uselistorder_bb"):
+                self._skip_uselistorder()
+                continue
+            inst = self.parse_instruction()
+            if pending:
+                for r in pending:
+                    r.owner = inst
+                inst.dbg_records = pending
+                pending = []
+            inst.parent = cur
+            cur.instructions.append(inst)
+        if pending:
+            raise self.error("debug record not followed by an instruction")
+        if self.fwd:
+            key, f = next(iter(self.fwd.items()))
+            raise ParseError(f"use of undefined value %{key}", self.text, self.starts[0],
+                             self.line_offset)
+        for b in blocks:
+            if not b.instructions:
+                raise self.error(f"block {b.name} is empty or never defined")
+        for key, b in self.blocks.items():
+            if b.parent is fn and b not in blocks:
+                raise ParseError(f"use of undefined label %{key}", self.text, self.starts[0],
+                                 self.line_offset)
+
+    def _skip_uselistorder(self):
+        self.i += 1
+        while not (self.kinds[self.i] == PUNCT and self.toks[self.i] == "{"):
+            self.i += 1
+        self.skip_balanced()
+
+    def parse_debug_record(self):
+        kind = self.toks[self.i][5:]
+        start = self.i
+        self.i += 1
+        self.parse_punct("(")
+        head = self.text[self.starts[start]:self.ends[self.i - 1]]
+        parts, ops = self.parse_template(stop_at_comma=False)
+        self.parse_punct(")")
+        return V.DebugRecord(kind, [head, *[p + 0 if type(p) is int else p for p in parts], ")"],
+                             ops)
+
+    # -- instructions ------------------------------------------------------------
+    def parse_instruction(self) -> I.Instruction:
+        key = None
+        if self.kinds[self.i] == LOCAL:
+            key = _unquote(self.toks[self.i][1:])
+            self.i += 1
+            self.parse_punct("=")
+        if self.kinds[self.i] != KW:
+            raise self.expected("an instruction")
+        op = self.toks[self.i]
+        self.i += 1
+        m = _DISPATCH.get(op)
+        if m is None:
+            if op in I.BINARY_OPS:
+                inst = self._binary(op)
+            elif op in I.CAST_OPS:
+                inst = self._cast(op)
+            else:
+                self.i -= 1
+                raise self.expected("an instruction opcode")
+        else:
+            inst = m(self, op)
+        self._parse_attachments(inst)
+        if key is not None:
+            if not key.isdigit():
+                inst.name = key
+            self.define(key, inst)
+        return inst
+
+    def _parse_attachments(self, inst):
+        kinds, toks = self.kinds, self.toks
+        while kinds[self.i] == PUNCT and toks[self.i] == "," and kinds[self.i + 1] == META:
+            kind = toks[self.i + 1][1:]
+            self.i += 2
+            start = self.i
+            if kinds[self.i] == META:
+                self.i += 1
+                if toks[self.i] == "(" and kinds[self.i] == PUNCT:
+                    self.skip_balanced()
+            elif toks[self.i] == "!":
+                self.i += 1
+                self.skip_balanced()
+            else:
+                raise self.expected("metadata")
+            inst.metadata.append((kind, self.slice(start, self.i)))
+
+    def _flags(self, allowed):
+        out = []
+        while self.kinds[self.i] == KW and self.toks[self.i] in allowed:
+            out.append(self.toks[self.i])
+            self.i += 1
+        return out
+
+    def _binary(self, op):
+        flags = self._flags(FMF if op in I.FP_BINARY_OPS else _INT_FLAGS)
+        ty = self.parse_type()
+        a = self.parse_value(ty)
+        self.parse_punct(",")
+        b = self.parse_value(ty)
+        return I.BinaryOp(op, a, b, flags)
+
+    def _cast(self, op):
+        flags = self._flags(_CAST_FLAGS)
+        v = self.parse_typed_value()
+        self.parse_kw("to")
+        return I.Cast(op, v, self.parse_type(), flags)
+
+    def _fneg(self, op):
+        flags = self._flags(FMF)
+        return I.UnaryOp(op, self.parse_typed_value(), flags)
+
+    def _cmp(self, op):
+        flags = self._flags(FMF if op == "fcmp" else {"samesign"})
+        pred = self.toks[self.i]
+        self.i += 1
+        ty = self.parse_type()
+        a = self.parse_value(ty)
+        self.parse_punct(",")
+        b = self.parse_value(ty)
+        return (I.FCmp if op == "fcmp" else I.ICmp)(pred, a, b, flags)
+
+    def _select(self, op):
+        flags = self._flags(FMF)
+        c = self.parse_typed_value()
+        self.parse_punct(",")
+        a = self.parse_typed_value()
+        self.parse_punct(",")
+        return I.Select(c, a, self.parse_typed_value(), flags)
+
+    def _phi(self, op):
+        flags = self._flags(FMF)
+        ty = self.parse_type()
+        phi = I.Phi(ty, (), flags)
+        while True:
+            self.parse_punct("[")
+            v = self.parse_value(ty)
+            self.parse_punct(",")
+            if self.kinds[self.i] != LOCAL:
+                raise self.expected("a block")
+            self.i += 1
+            b = self.lookup_block(self.toks[self.i - 1])
+            self.parse_punct("]")
+            phi.add_incoming(v, b)
+            if not (self.toks[self.i] == "," and self.toks[self.i + 1] == "["):
+                break
+            self.i += 1
+        return phi
+
+    def _typed_list(self):
+        ops = [self.parse_typed_value()]
+        while self.toks[self.i] == "," and self.kinds[self.i + 1] != META:
+            self.i += 1
+            ops.append(self.parse_typed_value())
+        return ops
+
+    def _freeze(self, op):
+        return I.Freeze(self.parse_typed_value())
+
+    def _extractelement(self, op):
+        return I.ExtractElement(*self._typed_list())
+
+    def _insertelement(self, op):
+        return I.InsertElement(*self._typed_list())
+
+    def _shufflevector(self, op):
+        return I.ShuffleVector(*self._typed_list())
+
+    def _indices(self):
+        out = []
+        while self.toks[self.i] == "," and self.kinds[self.i + 1] == INT:
+            out.append(int(self.toks[self.i + 1]))
+            self.i += 2
+        return out
+
+    def _extractvalue(self, op):
+        agg = self.parse_typed_value()
+        return I.ExtractValue(agg, self._indices())
+
+    def _insertvalue(self, op):
+        agg = self.parse_typed_value()
+        self.parse_punct(",")
+        v = self.parse_typed_value()
+        return I.InsertValue(agg, v, self._indices())
+
+    def _align_opt(self):
+        if self.toks[self.i] == "," and self.toks[self.i + 1] == "align":
+            self.i += 2
+            return self.parse_int()
+        return None
+
+    def _alloca(self, op):
+        flags = self._flags({"inalloca", "swifterror"})
+        ty = self.parse_type()
+        count = align = None
+        asp = 0
+        while self.toks[self.i] == "," and self.kinds[self.i + 1] != META:
+            self.i += 1
+            if self.parse_optional_kw("align"):
+                align = self.parse_int()
+            elif self.parse_optional_kw("addrspace"):
+                self.parse_punct("(")
+                asp = self.parse_int()
+                self.parse_punct(")")
+            else:
+                count = self.parse_typed_value()
+        return I.Alloca(ty, count, align, flags, asp)
+
+    def _atomic_tail(self):
+        ss = None
+        if self.toks[self.i] == "syncscope":
+            s = self.i
+            self.i += 1
+            self.skip_balanced()
+            ss = self.slice(s, self.i)
+        ords = []
+        while self.toks[self.i] in _ORDERINGS and self.kinds[self.i] == KW:
+            ords.append(self.toks[self.i])
+            self.i += 1
+        return ss, ords
+
+    def _load(self, op):
+        atomic = self.parse_optional_kw("atomic")
+        vol = self.parse_optional_kw("volatile")
+        ty = self.parse_type()
+        self.parse_punct(",")
+        p = self.parse_typed_value()
+        ss, ords = self._atomic_tail() if atomic else (None, [])
+        return I.Load(ty, p, self._align_opt(), vol, ords[0] if ords else None, ss)
+
+    def _store(self, op):
+        atomic = self.parse_optional_kw("atomic")
+        vol = self.parse_optional_kw("volatile")
+        v = self.parse_typed_value()
+        self.parse_punct(",")
+        p = self.parse_typed_value()
+        ss, ords = self._atomic_tail() if atomic else (None, [])
+        return I.Store(v, p, self._align_opt(), vol, ords[0] if ords else None, ss)
+
+    def _fence(self, op):
+        ss, ords = self._atomic_tail()
+        return I.Fence(ords[0], ss)
+
+    def _cmpxchg(self, op):
+        weak = self.parse_optional_kw("weak")
+        vol = self.parse_optional_kw("volatile")
+        p = self.parse_typed_value()
+        self.parse_punct(",")
+        c = self.parse_typed_value()
+        self.parse_punct(",")
+        n = self.parse_typed_value()
+        ss, ords = self._atomic_tail()
+        return I.CmpXchg(p, c, n, ords[0], ords[1], self._align_opt(), weak, vol, ss)
+
+    def _atomicrmw(self, op):
+        vol = self.parse_optional_kw("volatile")
+        operation = self.toks[self.i]
+        self.i += 1
+        p = self.parse_typed_value()
+        self.parse_punct(",")
+        v = self.parse_typed_value()
+        ss, ords = self._atomic_tail()
+        return I.AtomicRMW(operation, p, v, ords[0], self._align_opt(), vol, ss)
+
+    def _gep(self, op):
+        flags = self._flags({"inbounds", "nuw", "nusw"})
+        sty = self.parse_type()
+        self.parse_punct(",")
+        ops = self._typed_list()
+        return I.GEP(sty, ops[0], ops[1:], flags)
+
+    def _va_arg(self, op):
+        v = self.parse_typed_value()
+        self.parse_punct(",")
+        return I.VAArg(v, self.parse_type())
+
+    # calls
+    def _call_parts(self):
+        flags = self._flags(FMF)
+        s = self.i
+        while not self.at_type_start():
+            if self.kinds[self.i] == EOF:
+                raise self.expected("a call's return type")
+            self.skip_balanced()
+        ret_attrs = self.slice(s, self.i)
+        ty = self.parse_type()
+        asm_text = None
+        if self.kinds[self.i] == KW and self.toks[self.i] == "asm":
+            start = self.i
+            self.i += 1
+            while self.kinds[self.i] == KW:
+                self.i += 1
+            for _ in range(2):
+                if self.kinds[self.i] != STR:
+                    raise self.expected("an inline asm string")
+                self.i += 1
+                if _ == 0:
+                    self.parse_punct(",")
+            asm_text = self.slice(start, self.i)
+            callee = None
+        else:
+            callee = self.parse_value(T.ptr)
+        self.parse_punct("(")
+        args, attrs = [], []
+        if not self.parse_optional_punct(")"):
+            while True:
+                aty = self.parse_type()
+                if aty is T.metadata:
+                    attrs.append("")
+                    args.append(self.parse_metadata_value())
+                else:
+                    attrs.append(self.parse_attr_text())
+                    args.append(self.parse_value(aty))
+                if not self.parse_optional_punct(","):
+                    break
+            self.parse_punct(")")
+        fnty = ty if ty.is_function else T.FunctionType(ty, [a.type for a in args])
+        if callee is None:
+            callee = V.InlineAsm(fnty, asm_text)
+        s = self.i
+        while True:
+            k, t = self.kinds[self.i], self.toks[self.i]
+            if k == ATTRGRP:  # LLVM prints call-site attributes as groups
+                self.i += 1
+            else:
+                break
+        fn_attrs = self.slice(s, self.i)
+        bundles = []
+        if self.parse_optional_punct("["):
+            while True:
+                tag = self.toks[self.i]
+                self.i += 1
+                self.parse_punct("(")
+                vals = []
+                if not self.parse_optional_punct(")"):
+                    vals = self._typed_list_until(")")
+                bundles.append((tag, vals))
+                if not self.parse_optional_punct(","):
+                    break
+            self.parse_punct("]")
+        return dict(flags=flags, ret_attrs=ret_attrs, arg_attrs=attrs, fn_attrs=fn_attrs,
+                    bundles=bundles), fnty, callee, args
+
+    def _typed_list_until(self, close):
+        vals = [self.parse_typed_value()]
+        while self.parse_optional_punct(","):
+            vals.append(self.parse_typed_value())
+        self.parse_punct(close)
+        return vals
+
+    def _call(self, op):
+        tail = ""
+        if op != "call":
+            tail = op
+            self.parse_kw("call")
+        kw, fnty, callee, args = self._call_parts()
+        return I.Call(fnty, callee, args, tail=tail, **kw)
+
+    def _invoke(self, op):
+        kw, fnty, callee, args = self._call_parts()
+        self.parse_kw("to")
+        normal = self.parse_label_ref()
+        self.parse_kw("unwind")
+        unwind = self.parse_label_ref()
+        return I.Invoke(fnty, callee, args, normal, unwind, **kw)
+
+    # terminators
+    def _ret(self, op):
+        if self.parse_optional_kw("void"):
+            return I.Ret()
+        return I.Ret(self.parse_typed_value())
+
+    def _br(self, op):
+        if self.toks[self.i] == "label":
+            return I.Br(self.parse_label_ref())
+        c = self.parse_typed_value()
+        self.parse_punct(",")
+        t = self.parse_label_ref()
+        self.parse_punct(",")
+        return I.Br(c, t, self.parse_label_ref())
+
+    def _switch(self, op):
+        c = self.parse_typed_value()
+        self.parse_punct(",")
+        sw = I.Switch(c, self.parse_label_ref())
+        self.parse_punct("[")
+        while not self.parse_optional_punct("]"):
+            v = self.parse_typed_value()
+            self.parse_punct(",")
+            sw.add_case(v, self.parse_label_ref())
+        return sw
+
+    def _indirectbr(self, op):
+        a = self.parse_typed_value()
+        self.parse_punct(",")
+        self.parse_punct("[")
+        dests = []
+        if not self.parse_optional_punct("]"):
+            while True:
+                dests.append(self.parse_label_ref())
+                if not self.parse_optional_punct(","):
+                    break
+            self.parse_punct("]")
+        return I.IndirectBr(a, dests)
+
+    def _resume(self, op):
+        return I.Resume(self.parse_typed_value())
+
+    def _unreachable(self, op):
+        return I.Unreachable()
+
+    def _landingpad(self, op):
+        ty = self.parse_type()
+        lp = I.LandingPad(ty, cleanup=self.parse_optional_kw("cleanup"))
+        while self.toks[self.i] in ("catch", "filter") and self.kinds[self.i] == KW:
+            kind = self.toks[self.i]
+            self.i += 1
+            lp.add_clause(kind, self.parse_typed_value())
+        return lp
+
+    def _pad_parent(self):
+        self.parse_kw("within")
+        return self.parse_value(T.token)
+
+    def _funclet(self, op):
+        parent = self._pad_parent()
+        self.parse_punct("[")
+        args = []
+        if not self.parse_optional_punct("]"):
+            args = self._typed_list_until("]")
+        return (I.CatchPad if op == "catchpad" else I.CleanupPad)(parent, args)
+
+    def _unwind_dest(self):
+        self.parse_kw("unwind")
+        if self.parse_optional_kw("to"):
+            self.parse_kw("caller")
+            return None
+        return self.parse_label_ref()
+
+    def _catchswitch(self, op):
+        parent = self._pad_parent()
+        self.parse_punct("[")
+        hs = []
+        while True:
+            hs.append(self.parse_label_ref())
+            if not self.parse_optional_punct(","):
+                break
+        self.parse_punct("]")
+        return I.CatchSwitch(parent, hs, self._unwind_dest())
+
+    def _catchret(self, op):
+        self.parse_kw("from")
+        pad = self.parse_value(T.token)
+        self.parse_kw("to")
+        return I.CatchRet(pad, self.parse_label_ref())
+
+    def _cleanupret(self, op):
+        self.parse_kw("from")
+        pad = self.parse_value(T.token)
+        return I.CleanupRet(pad, self._unwind_dest())
+
+    def _verbatim(self, op):
+        """callbr and other rare instructions: text up to the end of the line, with holes."""
+        start = self.i - 1
+        line_end = self.text.find("\n", self.starts[start])
+        if line_end < 0:
+            line_end = len(self.text)
+        j = self.i
+        while self.starts[j] < line_end and self.kinds[j] != EOF:
+            if self.kinds[j] == PUNCT and self.toks[j] == "," and self.kinds[j + 1] == META:
+                break
+            j += 1
+        sub = Parser(self.module, self.text, 0, 0)
+        sub.kinds, sub.toks = self.kinds[:j] + [EOF], self.toks[:j] + [""]
+        sub.starts, sub.ends = self.starts[:j] + [self.ends[j - 1]], self.ends[:j] + [self.ends[j - 1]]
+        sub.i = start
+        sub.lookup_local = self.lookup_local
+        sub.lookup_block = self.lookup_block
+        parts, ops = sub.parse_template(stop_at_comma=False)
+        self.i = j
+        ty = T.void
+        return I.VerbatimInst(op, ty, parts, ops, is_terminator=op in ("callbr",))
+
+
+_INT_FLAGS = {"nuw", "nsw", "exact", "disjoint"}
+_CAST_FLAGS = {"nuw", "nsw", "nneg"} | FMF
+
+
+_DISPATCH = {
+    "fneg": BodyParser._fneg, "icmp": BodyParser._cmp, "fcmp": BodyParser._cmp,
+    "select": BodyParser._select, "phi": BodyParser._phi, "freeze": BodyParser._freeze,
+    "extractelement": BodyParser._extractelement, "insertelement": BodyParser._insertelement,
+    "shufflevector": BodyParser._shufflevector, "extractvalue": BodyParser._extractvalue,
+    "insertvalue": BodyParser._insertvalue, "alloca": BodyParser._alloca,
+    "load": BodyParser._load, "store": BodyParser._store, "fence": BodyParser._fence,
+    "cmpxchg": BodyParser._cmpxchg, "atomicrmw": BodyParser._atomicrmw,
+    "getelementptr": BodyParser._gep, "va_arg": BodyParser._va_arg,
+    "call": BodyParser._call, "tail": BodyParser._call, "musttail": BodyParser._call,
+    "notail": BodyParser._call, "invoke": BodyParser._invoke, "ret": BodyParser._ret,
+    "br": BodyParser._br, "switch": BodyParser._switch, "indirectbr": BodyParser._indirectbr,
+    "resume": BodyParser._resume, "unreachable": BodyParser._unreachable,
+    "landingpad": BodyParser._landingpad, "catchpad": BodyParser._funclet,
+    "cleanuppad": BodyParser._funclet, "catchswitch": BodyParser._catchswitch,
+    "catchret": BodyParser._catchret, "cleanupret": BodyParser._cleanupret,
+    "callbr": BodyParser._verbatim,
+}
+
+
+def parse_function_body(fn: Function) -> None:
+    """Materialize a lazily parsed body (called by ``fn.blocks``)."""
+    text, start, end, line = fn._lazy_body
+    fn._lazy_body = None
+    p = BodyParser(fn, text, start, end, 0)
+    try:
+        p.parse_body()
+    except Exception:
+        fn._blocks = []
+        fn._lazy_body = (text, start, end, line)
+        raise
+    mod = fn.parent
+    if mod is not None and mod._pending_blockaddrs:
+        _resolve_blockaddrs(mod)
+
+
+def _resolve_blockaddrs(mod):
+    pend, mod._pending_blockaddrs = mod._pending_blockaddrs, []
+    for fn, ph in pend:
+        if ph._uses and isinstance(fn, Function):
+            key = ph.key
+            blocks = fn.blocks
+            target = None
+            n = sum(1 for a in fn.args if a.name is None)
+            for b in blocks:
+                if b.name is None:
+                    if str(n) == key:
+                        target = b
+                    n += 1
+                    for i in b.instructions:
+                        if i.name is None and not i.type.is_void:
+                            n += 1
+                else:
+                    if b.name == key:
+                        target = b
+                    for i in b.instructions:
+                        if i.name is None and not i.type.is_void:
+                            n += 1
+                if target is not None:
+                    break
+            if target is None:
+                raise ParseError(f"blockaddress refers to unknown block %{key} in @{fn.name}")
+            ph.replace_all_uses_with(target)
+
+
+# ============================================================================
+# module (line-based top level)
+# ============================================================================
+
+class _TopParser(Parser):
+    """One top-level line (global, declaration or definition header)."""
+
+    def module_forward_global(self, key):
+        fwd = self.module._fwd_globals
+        f = fwd.get(key)
+        if f is None:
+            f = fwd[key] = _Forward(T.ptr, key)
+        return f
+
+
+def _define_global(mod: Module, g):
+    f = mod._fwd_globals.pop(g.name, None)
+    if f is not None:
+        f.replace_all_uses_with(g)
+
+
+_LINE_KINDS = ("source_filename", "target", "attributes", "module", "uselistorder")
+
+
+def parse_module(text: str, lazy: bool = True) -> Module:
+    """Parse a whole module; function bodies are parsed on first access unless ``lazy`` is False."""
+    mod = Module()
+    mod._fwd_globals = {}
+    mod._pending_blockaddrs = []
+    lines = text.split("\n")
+    offsets = []
+    pos = 0
+    for ln in lines:
+        offsets.append(pos)
+        pos += len(ln) + 1
+    n = len(lines)
+    i = 0
+    while i < n:
+        line = lines[i]
+        if not line or line[0] == ";" or line.isspace():
+            if line.startswith("; ModuleID = ") and mod.header_comment is None:
+                mod.header_comment = line
+            i += 1
+            continue
+        c = line[0]
+        try:
+            if c == "!":
+                name, _, rest = line.partition(" = ")
+                if name[1:].isdigit():
+                    mod.metadata[name[1:]] = rest
+                else:
+                    mod.named_metadata[name[1:]] = rest
+            elif c == "@":
+                _parse_global_line(mod, text, offsets[i], offsets[i] + len(line), i)
+            elif c == "%":
+                _parse_type_def(mod, text, offsets[i], offsets[i] + len(line), i)
+            elif c == "$":
+                mod.comdats.append(line)
+            elif line.startswith("define "):
+                j = i + 1
+                while j < n and lines[j] != "}":
+                    j += 1
+                if j >= n:
+                    raise ParseError("function body is not closed by '}'", text, offsets[i])
+                fn = _parse_function_header(mod, text, offsets[i], offsets[i] + len(line), i,
+                                            True)
+                fn._is_definition = True
+                # body: from the '{' at the end of the header line to the closing '}'
+                brace = offsets[i] + line.rindex("{")
+                fn._lazy_body = (text, brace, offsets[j] + 1, i)
+                i = j
+            elif line.startswith("declare "):
+                _parse_function_header(mod, text, offsets[i], offsets[i] + len(line), i, False)
+            elif line.startswith("source_filename = "):
+                mod.source_filename = _str_value(line)
+            elif line.startswith("target datalayout = "):
+                mod.datalayout_text = _str_value(line)
+            elif line.startswith("target triple = "):
+                mod.triple = _str_value(line)
+            elif line.startswith("attributes #"):
+                num, _, rest = line[len("attributes #"):].partition(" = ")
+                mod.attribute_groups[num] = rest
+            elif line.startswith("module asm "):
+                mod.module_asm.append(line)
+            elif line.startswith("uselistorder"):
+                pass  # use-list order is not semantic; LLVM verifies without it
+            else:
+                raise ParseError("expected a top-level entity", text, offsets[i])
+        except ParseError:
+            raise
+        i += 1
+    if mod._fwd_globals:
+        key = next(iter(mod._fwd_globals))
+        raise ParseError(f"use of undefined global @{key}")
+    if not lazy:
+        mod.materialize_all()
+    return mod
+
+
+def _str_value(line: str) -> str:
+    s = line.partition(" = ")[2]
+    return s[1:-1]
+
+
+def _parse_type_def(mod, text, start, end, lineno):
+    p = _TopParser(mod, text, start, end)
+    name = _unquote(p.toks[0][1:])
+    p.i = 1
+    p.parse_punct("=")
+    p.parse_kw("type")
+    t = mod.add_type(name)
+    if p.parse_optional_kw("opaque"):
+        return
+    body = p.parse_type()
+    if not body.is_struct:
+        raise p.error("expected a struct type body")
+    t.set_body(body.elements, body.packed)
+
+
+_GLOBAL_KWS = {"global", "constant", "alias", "ifunc"}
+
+
+def _parse_global_line(mod, text, start, end, lineno):
+    p = _TopParser(mod, text, start, end)
+    name = _unquote(p.toks[0][1:])
+    p.i = 1
+    p.parse_punct("=")
+    s = p.i
+    while not (p.kinds[p.i] == KW and p.toks[p.i] in _GLOBAL_KWS):
+        if p.kinds[p.i] == EOF:
+            raise p.expected("'global', 'constant', 'alias' or 'ifunc'")
+        p.skip_balanced()
+    prefix = p.slice(s, p.i)
+    kind = p.toks[p.i]
+    p.i += 1
+    m = re.search(r"addrspace\((\d+)\)", prefix)
+    asp = int(m.group(1)) if m else 0
+    vty = p.parse_type()
+    if kind in ("alias", "ifunc"):
+        p.parse_punct(",")
+        target = p.parse_typed_value()
+        tail = text[p.starts[p.i]:end] if p.kinds[p.i] != EOF else ""
+        cls = GlobalAlias if kind == "alias" else GlobalIFunc
+        g = cls(mod, name, vty, target, prefix, tail, T.PointerType(asp))
+        _define_global(mod, g)
+        mod._add(g, mod.aliases)
+        return
+    init = None
+    if p.kinds[p.i] != EOF and not (p.kinds[p.i] == PUNCT and p.toks[p.i] == ","):
+        init = p.parse_value(vty)
+    tail = text[p.starts[p.i]:end] if p.kinds[p.i] != EOF else ""
+    if tail and not tail.startswith(","):
+        tail = " " + tail
+    g = GlobalVariable(mod, name, vty, init, kind == "constant", prefix, tail, asp)
+    _define_global(mod, g)
+    mod._add(g, mod.global_variables)
+
+
+def _parse_function_header(mod, text, start, end, lineno, is_define):
+    p = _TopParser(mod, text, start, end)
+    p.i = 1
+    attachments = []
+    s = p.i
+    pieces = []
+    while not p.at_type_start():
+        if p.kinds[p.i] == EOF:
+            raise p.expected("a return type")
+        if p.kinds[p.i] == META:  # declare !dbg !12 void @f(...)
+            if p.i > s:
+                pieces.append(p.slice(s, p.i))
+            kind = p.toks[p.i][1:]
+            p.i += 1
+            attachments.append((kind, p.toks[p.i]))
+            p.i += 1
+            s = p.i
+            continue
+        p.skip_balanced()
+    if p.i > s:
+        pieces.append(p.slice(s, p.i))
+    prefix = " ".join(pieces)
+    ret = p.parse_type()
+    if p.kinds[p.i] != GLOBAL:
+        raise p.expected("a function name")
+    name = _unquote(p.toks[p.i][1:])
+    p.i += 1
+    p.parse_punct("(")
+    params, names, attrs, varargs = [], [], [], False
+    if not p.parse_optional_punct(")"):
+        while True:
+            if p.parse_optional_punct("..."):
+                varargs = True
+            else:
+                params.append(p.parse_type())
+                attrs.append(p.parse_attr_text())
+                if p.kinds[p.i] == LOCAL:
+                    nm = _unquote(p.toks[p.i][1:])
+                    names.append(None if nm.isdigit() else nm)
+                    p.i += 1
+                else:
+                    names.append(None)
+            if not p.parse_optional_punct(","):
+                break
+        p.parse_punct(")")
+    fnty = T.FunctionType(ret, params, varargs)
+    asp = 0
+    s = p.i
+    slots = []
+    fa_pieces = []
+    while True:
+        k, t = p.kinds[p.i], p.toks[p.i]
+        if k == EOF or (k == PUNCT and t == "{"):
+            break
+        if k == KW and t in ("personality", "prefix", "prologue"):
+            if p.i > s:
+                fa_pieces.append(p.slice(s, p.i))
+            p.i += 1
+            slots.append((t, p.parse_typed_value()))
+            s = p.i
+            continue
+        if k == META:
+            if p.i > s:
+                fa_pieces.append(p.slice(s, p.i))
+            kind = t[1:]
+            p.i += 1
+            ms = p.i
+            if p.toks[p.i] == "!":
+                p.i += 1
+            p.skip_balanced()
+            attachments.append((kind, p.slice(ms, p.i)))
+            s = p.i
+            continue
+        if k == KW and t == "addrspace":
+            p.i += 2
+            asp = p.parse_int()
+            p.i += 1
+            continue
+        p.skip_balanced()
+    if p.i > s:
+        fa_pieces.append(p.slice(s, p.i))
+    fn = Function(mod, name, fnty, names, attrs, prefix, " ".join(fa_pieces), asp)
+    fn.attachments = attachments
+    for kind, v in slots:
+        fn._set_slot(kind, v)
+    _define_global(mod, fn)
+    mod._add(fn, mod.functions)
+    return fn
