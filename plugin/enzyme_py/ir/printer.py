@@ -246,7 +246,7 @@ class Printer:
             out.append("")
             out.extend(f"!{k} = {v}" for k, v in m.named_metadata.items())
             out.extend(f"!{k} = {v}" for k, v in m.metadata.items())
-        return "\n".join(out) + "\n"
+        return "\n".join(out).lstrip("\n") + "\n"
 
 
 def print_module(m) -> str:

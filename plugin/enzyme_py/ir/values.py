@@ -52,6 +52,7 @@ class Value:
     is_instruction = False
     is_block = False
     is_argument = False
+    is_debug_use = False  # users that are debug records do not keep values alive
 
     def __init__(self, type: T.Type, name: str | None = None):
         self.type = type
