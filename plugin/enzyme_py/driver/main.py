@@ -200,13 +200,14 @@ class Driver:
         cmd += a.dep_flags
         cmd += self.include_flags()
         if src.lang not in ("assembler", "assembler-with-cpp"):
-            cmd.append("-flto=full")
+            # The LTO pre-link pipeline: optimized, but not yet vectorized or
+            # unrolled, which is the IR the AD pass wants to see.
             if bitcode_only:
-                cmd.append("-emit-llvm")
+                cmd += ["-flto=full", "-emit-llvm"]
             elif self.clang.fat_lto:
-                cmd.append("-ffat-lto-objects")
+                cmd += ["-flto=full", "-ffat-lto-objects"]
             else:
-                cmd.append("-fembed-bitcode=all")
+                cmd.append("-fembed-bitcode=all")  # clang < 17: no fat LTO objects
         cmd += ["-c", "-x", src.lang, src.path, "-o", out]
         return cmd
 
