@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from conftest import CONFIGS, SOURCES
 from enzyme_py import llvm
 from enzyme_py.ir import ParseError, parse_module, print_module
-from conftest import CONFIGS, SOURCES
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
@@ -76,7 +76,7 @@ BAD = """define i32 @f(i32 %0) {
 def test_parse_error_points_at_line_and_column():
     mod = parse_module("define i32 @f(i32 %0) {\n  %2 = frob i32 %0\n  ret i32 %2\n}\n")
     with pytest.raises(ParseError) as e:
-        mod.get_function("f").blocks
+        _ = mod.get_function("f").blocks
     msg = str(e.value)
     assert ":2:8: error: expected an instruction opcode" in msg
     assert msg.splitlines()[-1] == "       ^"

@@ -12,7 +12,7 @@ import contextlib
 
 from . import instructions as I
 from . import types as T
-from .values import ConstantFP, ConstantInt, IRError, Value
+from .values import ConstantFP, ConstantInt, IRError
 
 __all__ = ["IRBuilder"]
 

@@ -10,7 +10,7 @@ before the instruction.
 from __future__ import annotations
 
 from . import types as T
-from .values import IRError, User, Value, DebugRecord
+from .values import DebugRecord, IRError, User, Value
 
 __all__ = [
     "Instruction", "UnaryOp", "BinaryOp", "ICmp", "FCmp", "Cast", "Select", "Phi",
@@ -55,37 +55,37 @@ class Instruction(User):
         f = self.function
         return f.parent if f is not None else None
 
-    def _check_free(self, other: "Instruction"):
+    def _check_free(self, other: Instruction):
         if other.parent is None:
             raise IRError("reference instruction is not in a block")
         if self.parent is not None:
             raise IRError("instruction is already in a block; use move_before/move_after")
 
-    def insert_before(self, other: "Instruction") -> "Instruction":
+    def insert_before(self, other: Instruction) -> Instruction:
         self._check_free(other)
         blk = other.parent
         blk.instructions.insert(blk.index_of(other), self)
         self.parent = blk
         return self
 
-    def insert_after(self, other: "Instruction") -> "Instruction":
+    def insert_after(self, other: Instruction) -> Instruction:
         self._check_free(other)
         blk = other.parent
         blk.instructions.insert(blk.index_of(other) + 1, self)
         self.parent = blk
         return self
 
-    def remove_from_parent(self) -> "Instruction":
+    def remove_from_parent(self) -> Instruction:
         """Unlink from the block, keeping operands and uses (for moving)."""
         if self.parent is not None:
             self.parent.instructions.pop(self.parent.index_of(self))
             self.parent = None
         return self
 
-    def move_before(self, other: "Instruction") -> None:
+    def move_before(self, other: Instruction) -> None:
         self.remove_from_parent().insert_before(other)
 
-    def move_after(self, other: "Instruction") -> None:
+    def move_after(self, other: Instruction) -> None:
         self.remove_from_parent().insert_after(other)
 
     def erase(self) -> None:
@@ -119,7 +119,7 @@ class Instruction(User):
         self.drop_all_references()
 
     # -- copy -----------------------------------------------------------------
-    def clone(self, vmap: dict | None = None) -> "Instruction":
+    def clone(self, vmap: dict | None = None) -> Instruction:
         """A detached copy whose operands are mapped through ``vmap`` (old → new)."""
         new = object.__new__(type(self))
         Value.__init__(new, self.type, self.name)

@@ -85,12 +85,12 @@ class BasicBlock(Value):
         return None
 
     @property
-    def successors(self) -> list["BasicBlock"]:
+    def successors(self) -> list[BasicBlock]:
         t = self.terminator
         return t.successors if t is not None else []
 
     @property
-    def predecessors(self) -> list["BasicBlock"]:
+    def predecessors(self) -> list[BasicBlock]:
         """Blocks whose terminator branches here (in use-list order, deduplicated)."""
         seen, out = set(), []
         for u in self._uses:
@@ -292,7 +292,7 @@ class Function(GlobalValue):
         return None
 
     # -- cloning ----------------------------------------------------------------
-    def clone(self, new_name: str | None = None, vmap: dict | None = None) -> "Function":
+    def clone(self, new_name: str | None = None, vmap: dict | None = None) -> Function:
         """Copy this function into a new one in the same module (``clone`` with a value map).
 
         ``vmap`` (filled in and returned through the argument) maps every old

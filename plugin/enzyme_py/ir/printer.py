@@ -63,7 +63,7 @@ class Printer:
             return v.text
         key = getattr(v, "key", None)
         if key is not None:  # an unresolved forward reference (lazy blockaddress)
-            return "%" + quote_name(key)
+            return "%" + (key if key.isdigit() else quote_name(key))
         return "%<unnamed " + type(v).__name__ + ">"
 
     def tv(self, v) -> str:

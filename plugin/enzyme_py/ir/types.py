@@ -65,7 +65,7 @@ class Type:
         return self.is_float or (self.is_vector and self.element.is_float)
 
     @property
-    def scalar_type(self) -> "Type":
+    def scalar_type(self) -> Type:
         return self.element if self.is_vector else self
 
 

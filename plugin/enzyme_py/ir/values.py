@@ -38,7 +38,7 @@ class Use:
 
     __slots__ = ("value", "user", "index")
 
-    def __init__(self, value: "Value", user: "User", index: int):
+    def __init__(self, value: Value, user: User, index: int):
         self.value, self.user, self.index = value, user, index
 
     def __repr__(self):
@@ -64,7 +64,7 @@ class Value:
         return list(self._uses)
 
     @property
-    def users(self) -> list["User"]:
+    def users(self) -> list[User]:
         return [u.user for u in self.uses]
 
     @property
@@ -74,7 +74,7 @@ class Value:
     def has_uses(self) -> bool:
         return bool(self.uses)
 
-    def replace_all_uses_with(self, new: "Value") -> None:
+    def replace_all_uses_with(self, new: Value) -> None:
         if new is self:
             return
         for use in self.uses:
