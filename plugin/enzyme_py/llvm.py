@@ -30,7 +30,6 @@ __all__ = [
     "verify",
     "optimize",
     "emit_object",
-    "object_sections",
     "Jit",
 ]
 
@@ -196,22 +195,6 @@ def emit_object(mod, level: int = 2, cpu: str = "", features: str = "") -> bytes
         raise LLVMError(f"code generation failed: {e}") from None
 
 
-def object_sections(data: bytes) -> dict[str, bytes]:
-    """The sections of a native object file, by name (for embedded bitcode)."""
-    _init()
-    try:
-        obj = _llvm.ObjectFileRef.from_data(data)
-    except RuntimeError as e:
-        raise LLVMError(f"not an object file: {_first_line(e)}") from None
-    out: dict[str, bytes] = {}
-    for sec in obj.sections():
-        name = sec.name()
-        if isinstance(name, bytes):
-            name = name.decode("latin-1")
-        out[name] = bytes(sec.data()) if sec.size() else b""
-    return out
-
-
 class Jit:
     """JIT-compile a module for tests.
 
@@ -238,3 +221,30 @@ class Jit:
 def _first_line(e: Exception) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def optimize_functions(text: str, names: list[str], level: int = 2) -> str:
+    """Pre-AD optimisation: run a scalar function pipeline (SROA, instcombine,
+    simplifycfg, GVN, ... — no vectorisation, no unrolling, no inlining) on the
+    named functions of the module ``text`` only; returns the module's text."""
+    mod = parse_assembly(text, "the module before pre-AD optimisation")
+    tm = _target_machine(level=level, triple=mod.triple)
+    pto = _llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = pto.slp_vectorization = False
+    pto.loop_unrolling = pto.loop_interleaving = False
+    pb = _llvm.create_pass_builder(tm, pto)
+    fpm = _llvm.create_new_function_pass_manager()
+    fpm.add_sroa_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_simplify_cfg_pass()
+    fpm.add_sroa_pass()
+    fpm.add_new_gvn_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_dead_store_elimination_pass()
+    fpm.add_simplify_cfg_pass()
+    fpm.add_aggressive_dce_pass()
+    for name in names:
+        fn = mod.get_function(name)
+        fpm.run(fn, pb)
+    verify(mod, "the module after pre-AD optimisation")
+    return str(mod)

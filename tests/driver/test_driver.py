@@ -101,9 +101,9 @@ def test_multi_file_one_call_and_separate_compile(tmp_path, ecc, clang):
     # -c wrote an ordinary native object that carries its bitcode
     with open(os.path.join(d, "util.o"), "rb") as fh:
         assert fh.read(4) == b"\x7fELF"
-    from enzyme_py import llvm
+    from enzyme_py.driver import elf
     with open(os.path.join(d, "util.o"), "rb") as fh:
-        sections = llvm.object_sections(fh.read())
+        sections = elf.sections(fh.read())
     assert sections.get(".llvm.lto") or sections.get(".llvmbc")
     nm = shutil.which("nm")
     if nm:
@@ -218,7 +218,7 @@ def test_verbose_and_save_temps(tmp_path, ecc):
     src = copy_data("single.c", tmp_path)
     proc = run([ecc, "-v", "-save-temps", src, "-o", "t", "-lm"], tmp_path)
     assert "llvmlite link" in proc.stderr and "-emit-llvm" in proc.stderr
-    assert (tmp_path / "t.merged.ll").read_text().startswith("; ModuleID")
+    assert "source_filename" in (tmp_path / "t.merged.ll").read_text()
     assert "define" in (tmp_path / "t.enzyme.ll").read_text()
 
 
@@ -271,3 +271,26 @@ def test_multiple_outputs_with_dash_o(tmp_path, ecc):
     proc = run([ecc, "-c", "main.c", "util.c", "-o", "x.o"], d, ok=False)
     assert proc.returncode != 0
     assert "cannot specify -o when generating multiple output files" in proc.stderr
+
+
+def _other_clangs():
+    found = [pytest.param(f"{sys.executable} -m ziglang cc", id="ziglang")]
+    for major in range(14, 23):
+        path = shutil.which(f"clang-{major}")
+        if path:
+            found.append(pytest.param(path, id=f"clang-{major}"))
+    return found
+
+
+@pytest.mark.parametrize("clang_cmd", _other_clangs())
+def test_any_clang_up_to_llvmlite_major(tmp_path, ecc, clang, clang_cmd):
+    """ENZYME_CLANG picks the clang; -c objects from it (fat LTO, or embedded
+    bitcode before clang 17) link through EnzymePy."""
+    d = copy_data("multi", tmp_path)
+    env = dict(os.environ, ENZYME_CLANG=clang_cmd)
+    env.pop("ENZYME_CLANGXX", None)
+    assert "ENZYME_CLANG" in run([ecc, "--version"], d, env=env).stdout
+    run([ecc, "-O2", "-c", "util.c"], d, env=env)
+    run([ecc, "-O2", "main.c", "util.o", "-o", "t", "-lm"], d, env=env)
+    run(clang.command(False) + ["main.c", "util.c", "-o", "ref", "-lm"], d)
+    assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)

@@ -8,8 +8,8 @@ bitcode (``.llvmbc``, ``-fembed-bitcode``), or a plain native object.
 
 from __future__ import annotations
 
-from .. import llvm
 from ..errors import UsageError
+from . import elf
 
 BITCODE_MAGIC = b"BC\xc0\xde"
 WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
@@ -22,8 +22,7 @@ def is_bitcode(data: bytes) -> bool:
 
 
 def is_object(data: bytes) -> bool:
-    return data.startswith(ELF_MAGIC) or is_bitcode(data) or data[:4] in (
-        b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
+    return data.startswith(ELF_MAGIC) or is_bitcode(data)
 
 
 def extract(data: bytes, what: str) -> bytes | None:
@@ -31,12 +30,13 @@ def extract(data: bytes, what: str) -> bytes | None:
     native object without bitcode.  Raises UsageError for anything else."""
     if is_bitcode(data):
         return data
-    if not is_object(data):
-        raise UsageError(f"{what}: not an object file (unrecognized file format)")
+    if not data.startswith(ELF_MAGIC):
+        raise UsageError(f"{what}: not an object file (unrecognized file format)",
+                         hint="enzyme-cc links ELF objects and LLVM bitcode")
     try:
-        sections = llvm.object_sections(data)
-    except llvm.LLVMError:
-        raise UsageError(f"{what}: corrupt object file (cannot read its sections)") from None
+        sections = elf.sections(data)
+    except elf.ELFError as e:
+        raise UsageError(f"{what}: corrupt object file ({e})") from None
     for name in BITCODE_SECTIONS:
         if sections.get(name):
             return sections[name]
