@@ -1,0 +1,150 @@
+"""The AD pass: recognise ``__enzyme_autodiff*`` calls, optimise private copies of
+the functions to differentiate (AD on optimised IR), synthesise augmented-forward
+and reverse functions, and lower the call sites.
+
+Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
+
+``preopt=0``    differentiate the unoptimised functions (pre-AD optimisation off,
+                for the ablation of the Enzyme paper); default 1.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..ir.instructions import Call
+
+__all__ = ["transform_module", "OPTIONS"]
+
+OPTIONS = {
+    "preopt": ("1", "0 = differentiate unoptimised IR (no pre-AD optimisation)"),
+}
+
+
+def _callees(fn):
+    for inst in fn.instructions():
+        if isinstance(inst, Call):
+            c = inst.called_function
+            if c is not None and not c.is_declaration:
+                yield c
+
+
+def _strip_fn_attrs(module, fn, cache):
+    m = re.search(r"#(\d+)", fn.fn_attrs or "")
+    if not m:
+        fn.fn_attrs = re.sub(r"\b(optnone|noinline)\b", "", fn.fn_attrs or "")
+        return
+    key = m.group(1)
+    if key not in cache:
+        text = module.attribute_groups.get(key, "{ }")
+        new = re.sub(r"(?<![\"\w])(optnone|noinline)(?![\"\w])", "", text)
+        n = max((int(k) for k in module.attribute_groups if k.isdigit()), default=-1) + 1
+        module.attribute_groups[str(n)] = new
+        cache[key] = str(n)
+    fn.fn_attrs = fn.fn_attrs.replace(f"#{key}", f"#{cache[key]}")
+
+
+def _swap_module(module, new):
+    module.__dict__.clear()
+    module.__dict__.update(new.__dict__)
+    for g in list(module.functions) + list(module.global_variables) + list(module.aliases):
+        g.parent = module
+
+
+def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
+    from .. import llvm
+    from ..ir import parse_module, print_module
+    from .callsite import find_sites, lower_site, parse_site
+    from .reverse import Context
+
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        from ..errors import UsageError
+        raise UsageError(f"unknown option -fenzyme-{sorted(unknown)[0]}",
+                         hint="known: " + ", ".join(f"-fenzyme-{k}" for k in OPTIONS))
+    found = find_sites(module)
+    if not found:
+        return
+    t0 = time.perf_counter()
+    sites = [parse_site(c, mode) for c, mode in found]
+    # the functions to differentiate and everything they call, as private copies
+    work = [s.fn for s in sites]
+    closure = []
+    seen = set()
+    while work:
+        f = work.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        closure.append(f)
+        work.extend(_callees(f))
+    clones = {}
+    attr_cache: dict = {}
+    for f in closure:
+        c = f.clone(f"{f.name}.enzyme", {})
+        c.set_linkage("internal")
+        c.prefix = re.sub(r"\b(dso_local|hidden|protected|default|dllexport)\b", "",
+                          c.prefix).strip()
+        c.prefix = ("internal " + c.prefix.replace("internal", "")).strip()
+        _strip_fn_attrs(module, c, attr_cache)
+        clones[f] = c
+    for c in clones.values():
+        for inst in c.instructions():
+            if isinstance(inst, Call):
+                t = inst.called_function
+                if t in clones:
+                    inst.callee = clones[t]
+    names = {c.name: f.name for f, c in clones.items()}
+    if options.get("preopt", "1") != "0":
+        t1 = time.perf_counter()
+        text = llvm.optimize_functions(print_module(module), list(names))
+        _swap_module(module, parse_module(text))
+        log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
+        found = find_sites(module)
+        sites = [parse_site(c, mode) for c, mode in found]
+    clone_of = {}
+    rename = {}
+    for cname, orig in names.items():
+        cf = module.get_function(cname)
+        clone_of[module.get_function(orig)] = cf
+        rename[cf] = orig
+    ctx = Context(module, rename, log)
+    plans = []
+    for s in sites:
+        kinds = ["const"] * len(s.fn.args)
+        for b in s.bindings:
+            kinds[b.index] = b.kind
+        primal = clone_of[s.fn]
+        from ..analysis.activity import floatish
+        ret_active = floatish(primal.return_type) and primal.return_type.is_float
+        plans.append((s, ctx.get(primal, kinds, ret_active)))
+    t2 = time.perf_counter()
+    ctx.run()
+    t3 = time.perf_counter()
+    for s, g in plans:
+        lower_site(s, g, module)
+    for c in list(clone_of.values()):
+        if not c.uses:
+            c.erase()
+    _define_markers(module)
+    n = ctx.stats["instructions"]
+    dt = t3 - t2
+    log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "
+        f"instructions differentiated in {dt:.3f}s ({n / dt if dt else 0:.0f} inst/s); "
+        f"total {time.perf_counter() - t0:.3f}s")
+
+
+def _define_markers(module):
+    """Marker globals only declared (``extern int enzyme_dup;``) get a weak definition
+    when still referenced, so the program links; unreferenced ones are dropped."""
+    from ..ir import types as T
+    from ..ir.values import ConstantInt
+    from .callsite import MARKERS
+    for g in list(module.global_variables):
+        if g.name in MARKERS and g.is_declaration:
+            if not g.uses:
+                g.erase()
+            else:
+                g.initializer = ConstantInt(T.i32, 0)
+                g.set_linkage("weak")

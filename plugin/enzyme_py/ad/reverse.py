@@ -1,0 +1,798 @@
+"""Reverse mode: for a function P and an activity signature, emit
+
+    augmented_P(args..., shadows..., tape) -> P's result      (forward sweep)
+    diffe_P(args..., shadows..., [dret], tape) -> {adjoints}   (reverse sweep)
+
+The forward sweep is P with shadow computations (shadow GEPs, shadow
+allocations, shadow pointer stores) and, at the end of every block, one push
+onto the tape of the values that block's reverse needs and cannot recompute
+(plus, for a block with several predecessors, which predecessor ran).  Values
+defined once (outside loops, dominating the exit) are pushed once, at the exit.
+The reverse sweep visits blocks in reverse, pops, recomputes cheap pure
+values, accumulates adjoints (in allocas that mem2reg promotes) and replays
+the control flow from the popped predecessor indices.  Calls to defined
+functions use the callee's augmented/reverse pair on the same tape (LIFO), so
+recursion needs nothing special.
+"""
+
+from __future__ import annotations
+
+from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish
+from ..analysis.cfg import CFG, dominators, find_loops
+from ..ir import types as T
+from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
+                               FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
+                               Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
+                               Unreachable)
+from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef
+from .emit import Emitter, Lazy, zero
+from .errors import ADError, NoDerivativeError, inst_location
+from .rules import BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule
+from .runtime import runtime_function
+
+_PURE = (BinaryOp, UnaryOp, Cast, GEP, ICmp, FCmp, Select, ExtractValue, InsertValue,
+         ExtractElement, InsertElement, ShuffleVector, Freeze)
+
+_STRIP_ATTRS = ("optnone", "noinline", "readnone", "readonly", "writeonly", "argmemonly",
+                "inaccessiblememonly", "inaccessiblemem_or_argmemonly", "speculatable",
+                "nofree", "willreturn", "nosync", "norecurse", "mustprogress", "alwaysinline",
+                "cold", "hot", "minsize", "optsize", "naked", "nocallback")
+
+
+def _is_const(v):
+    return v.is_constant and not v.is_global
+
+
+def _mem_intrinsic(name):
+    for k in ("memcpy", "memmove", "memset"):
+        if name == k or name.startswith(f"llvm.{k}."):
+            return k
+    return None
+
+
+def _ignored(name):
+    return name.startswith(IGNORED_INTRINSICS)
+
+
+def _round8(n):
+    return (n + 7) // 8 * 8
+
+
+class Context:
+    """Module-wide state: generated function pairs (memoized per activity) and a
+    work queue, attribute groups for generated functions."""
+
+    def __init__(self, module, names=None, log=None):
+        self.module = module
+        self.names = names or {}   # clone -> original name (for messages)
+        self.gens: dict = {}
+        self.queue: list = []
+        self.log = log or (lambda s: None)
+        self._attr_groups: dict = {}
+        self.stats = {"instructions": 0, "functions": 0}
+
+    def attrs_for(self, fn) -> str:
+        """An attribute group like ``fn``'s (target-cpu/features...) minus the
+        attributes that generated code would violate."""
+        import re
+        m = re.search(r"#(\d+)", fn.fn_attrs or "")
+        key = m.group(1) if m else None
+        if key in self._attr_groups:
+            return self._attr_groups[key]
+        groups = self.module.attribute_groups
+        text = groups.get(key, "{ }") if key else "{ }"
+        body = text.strip()[1:-1]
+        # drop memory(...) and the stripped words (outside quotes)
+        body = re.sub(r"\bmemory\([^)]*\)", "", body)
+        toks = re.findall(r'"[^"]*"(?:="[^"]*")?|\S+', body)
+        toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
+        toks.append("nounwind")
+        n = max((int(k) for k in groups if k.isdigit()), default=-1) + 1
+        groups[str(n)] = "{ " + " ".join(toks) + " }"
+        self._attr_groups[key] = f"#{n}"
+        return f"#{n}"
+
+    def get(self, fn, kinds, ret_active):
+        key = (fn, tuple(kinds), ret_active)
+        g = self.gens.get(key)
+        if g is None:
+            g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active)
+            self.queue.append(g)
+        return g
+
+    def run(self):
+        while self.queue:
+            g = self.queue.pop()
+            g.generate()
+
+    def err_loc(self, inst):
+        return inst_location(inst, self.names)
+
+    def fname(self, fn):
+        return self.names.get(fn, fn.name)
+
+
+_prepared: "set[int]" = set()
+
+
+def unify_returns(fn):
+    """Make ``fn`` have a single ``ret`` block (our clone, so editing is fine)."""
+    rets = [b for b in fn.blocks if isinstance(b.terminator, Ret)]
+    if len(rets) <= 1:
+        return
+    exit_ = fn.append_basic_block("enzyme.exit")
+    rt = fn.return_type
+    phi = None
+    if not rt.is_void:
+        phi = Phi(rt)
+        exit_.append(phi)
+    for b in rets:
+        r = b.terminator
+        if phi is not None:
+            phi.add_incoming(r.value, b)
+        r.erase()
+        b.append(Br(exit_))
+    exit_.append(Ret(phi) if phi is not None else Ret())
+
+
+class ReverseGen:
+    def __init__(self, ctx: Context, primal, kinds, ret_active):
+        self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
+        m = ctx.module
+        aug_params, rev_params = [], []
+        for a, k in zip(primal.args, kinds):
+            aug_params.append(a.type)
+            if k == "dup":
+                aug_params.append(T.ptr)
+        rev_params = list(aug_params)
+        aug_params.append(T.ptr)
+        rt = primal.return_type
+        if ret_active:
+            rev_params.append(rt)
+        rev_params.append(T.ptr)
+        self.out_args = [a for a, k in zip(primal.args, kinds) if k == "out"]
+        self.out_type = T.StructType([a.type for a in self.out_args])
+        base = ctx.fname(primal)
+        attrs = ctx.attrs_for(primal)
+        self.aug = m.add_function(f"augmented_{base}", T.FunctionType(rt, aug_params),
+                                  linkage="internal", fn_attrs=attrs)
+        self.rev = m.add_function(f"diffe_{base}", T.FunctionType(self.out_type, rev_params),
+                                  linkage="internal", fn_attrs=attrs)
+
+    # ------------------------------------------------------------------ setup
+    def generate(self):
+        P = self.P
+        if id(P) not in _prepared:
+            _prepared.add(id(P))
+            unify_returns(P)
+        self.cfg = CFG(P)
+        self.dom = dominators(self.cfg)
+        self.loops = find_loops(self.cfg, self.dom)
+        self.act = Activity(P, self.kinds)
+        exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
+        self.exit = exits[0] if exits else None
+        self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
+        self.ctx.stats["functions"] += 1
+        self.e = Emitter(self.ctx.module)
+        self._build_aug()
+        self._build_rev()
+        self._finalize()
+
+    def _arg_maps(self, fn, with_tape=True):
+        prim, shad, i = {}, {}, 0
+        for a, k in zip(self.P.args, self.kinds):
+            prim[a] = fn.args[i]
+            i += 1
+            if k == "dup":
+                shad[a] = fn.args[i]
+                i += 1
+        return prim, shad, i
+
+    def _once(self, v) -> bool:
+        b = v.parent
+        return (self.exit is not None and not self.loops.in_loop(b)
+                and self.dom.dominates(b, self.exit))
+
+    # ------------------------------------------------------------- forward
+    def _build_aug(self):
+        P, aug, act = self.P, self.aug, self.act
+        prim, shad, i = self._arg_maps(aug)
+        self.tape_aug = aug.args[i]
+        vmap = dict(prim)
+        for b in P.blocks:
+            vmap[b] = aug.append_basic_block(b.name)
+        new = []
+        for b in P.blocks:
+            nb = vmap[b]
+            for inst in b.instructions:
+                c = inst.clone(vmap)
+                c.metadata = [(k, v) for k, v in c.metadata if k not in ("dbg",)]
+                c.dbg_records = []
+                vmap[inst] = c
+                nb.append(c)
+                new.append(c)
+        for c in new:
+            for u in c.operand_uses:
+                mv = vmap.get(u.value)
+                if mv is not None:
+                    c.set_operand(u.index, mv)
+        self.vmap = vmap
+        self.sh_aug = dict(shad)
+        self.replaced_calls = {}
+        e = self.e
+        pending_phis = []
+        for b in self.cfg.rpo:
+            for inst in list(b.instructions):
+                A = vmap[inst]
+                if inst in act.shadowed and not isinstance(inst, Argument):
+                    self._aug_shadow_def(inst, A, pending_phis)
+                if isinstance(inst, Store):
+                    self._aug_store(inst, A)
+                elif isinstance(inst, Call):
+                    self._aug_call(inst, A)
+                elif isinstance(inst, Invoke):
+                    raise ADError("invoke (C++ exceptions) in a differentiated function is "
+                                  "not supported yet", location=self.ctx.err_loc(inst),
+                                  hint="compile with -fno-exceptions or mark the callee noexcept")
+        for inst, S in pending_phis:
+            for v, blk in inst.incoming:
+                S.add_incoming(self._sh_aug(v, inst), vmap[blk])
+        # predecessor index for blocks with several predecessors
+        self.pred_phi = {}
+        for b in self.cfg.rpo:
+            preds = self.cfg.preds[b]
+            if len(preds) > 1:
+                ab = vmap[b]
+                phi = Phi(T.i64)
+                ab.insert(0, phi)
+                for u in ab.uses:
+                    user = u.user
+                    if user.is_instruction and user.is_terminator and user.parent is not None:
+                        pb = user.parent
+                        src = next((p for p in preds if vmap[p] is pb), None)
+                        k = preds.index(src) if src is not None else 0
+                        phi.add_incoming(ConstantInt(T.i64, k), pb)
+                self.pred_phi[b] = phi
+
+    def _sh_aug(self, v, where):
+        s = self.sh_aug.get(v)
+        if s is not None:
+            return s
+        if isinstance(v, (ConstantNull, Undef, Poison)):
+            return v.clone()
+        if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument):
+            # an inactive global / constant pointer: its "shadow" is itself (read-only data)
+            return v
+        if v.type.is_pointer and v not in self.act.shadowed:
+            return self.vmap.get(v, v)
+        raise ADError("a pointer that may carry derivatives has no shadow",
+                      location=self.ctx.err_loc(where),
+                      hint="pass the pointer with enzyme_dup and a shadow")
+
+    def _aug_shadow_def(self, inst, A, pending_phis):
+        e, vmap = self.e, self.vmap
+        if isinstance(inst, (GEP, Cast)):
+            S = A.clone({})
+            S.metadata = []
+            S.set_operand(0, self._sh_aug(inst.operand(0), inst))
+            S.name = None
+            S.insert_after(A)
+        elif isinstance(inst, Phi):
+            S = Phi(T.ptr)
+            S.insert_after(A)
+            pending_phis.append((inst, S))
+        elif isinstance(inst, Select):
+            S = Select(A.operand(0), self._sh_aug(inst.operand(1), inst),
+                       self._sh_aug(inst.operand(2), inst))
+            S.insert_after(A)
+        elif isinstance(inst, Load):
+            S = Load(T.ptr, self._sh_aug(inst.operand(0), inst), align=inst.align)
+            S.insert_after(A)
+        elif isinstance(inst, Alloca):
+            dl = self.ctx.module.datalayout
+            size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))
+            calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
+            nxt = A.parent.instructions[A.parent.index_of(A) + 1]
+            e.at_before(nxt)
+            n = ConstantInt(T.i64, 1)
+            if inst.count is not None:
+                n = vmap[inst.count] if inst.count in vmap else inst.count.clone()
+                if n.type != T.i64:
+                    n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
+            S = e.call_fn(calloc, [n, size])
+        elif isinstance(inst, Call):
+            name = inst.callee_name or ""
+            if name not in ALLOC_FUNCS:
+                raise ADError(f"call to '{name}' returns a pointer that may carry derivatives; "
+                              "not supported yet", location=self.ctx.err_loc(inst),
+                              hint="inline the function or return through an argument")
+            if name == "realloc":
+                raise ADError("realloc of memory that carries derivatives is not supported yet",
+                              location=self.ctx.err_loc(inst),
+                              hint="allocate a new buffer with malloc and copy")
+            calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
+            nxt = A.parent.instructions[A.parent.index_of(A) + 1]
+            e.at_before(nxt)
+            args = A.args
+            if name == "calloc":
+                S = e.call_fn(calloc, [args[0], args[1]])
+            else:
+                size = args[1] if name == "aligned_alloc" else args[0]
+                S = e.call_fn(calloc, [size, ConstantInt(T.i64, 1)])
+        else:
+            raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
+                          location=self.ctx.err_loc(inst))
+        self.sh_aug[inst] = S
+
+    def _aug_store(self, inst, A):
+        v, p = inst.operand(0), inst.operand(1)
+        if p in self.act.shadowed:
+            if v.type.is_pointer:
+                sv = self._sh_aug(v, inst)
+                st = Store(sv, self._sh_aug(p, inst), align=inst.align)
+                st.insert_after(A)
+            elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
+                    and v.operand(0) in self.act.shadowed and v.type.is_int \
+                    and v.type.width >= 32:
+                raise ADError("an integer-typed copy of memory that may hold floating-point "
+                              "values (type analysis could not tell)",
+                              location=self.ctx.err_loc(inst),
+                              hint="copy the values with their own type, or use memcpy")
+        elif v in self.act.active:
+            raise ADError("an active value is stored into memory that has no shadow "
+                          "(a global, or an enzyme_const argument)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow")
+
+    def _callee_kinds(self, inst):
+        act = self.act
+        kinds = []
+        for a in inst.args:
+            if a.type.is_pointer and a in act.shadowed:
+                kinds.append("dup")
+            elif floatish(a.type) and a in act.active:
+                kinds.append("out")
+            else:
+                kinds.append("const")
+        return kinds
+
+    def _aug_call(self, inst, A):
+        act = self.act
+        name = inst.callee_name or ""
+        if _ignored(name) or name in ALLOC_FUNCS or name in FREE_FUNCS:
+            return
+        args = inst.args
+        involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
+        mem = _mem_intrinsic(name)
+        if mem is not None:
+            if args[0] in act.shadowed:
+                kind = self._mem_kind(inst)
+                self.mem_kind = getattr(self, "mem_kind", {})
+                self.mem_kind[inst] = kind
+                if kind == "ptr":
+                    c = A.clone({})
+                    c.set_operand(0, self._sh_aug(args[0], inst))
+                    if mem != "memset":
+                        c.set_operand(1, self._sh_aug(args[1], inst))
+                    c.insert_after(A)
+            return
+        if not involved:
+            return
+        callee = inst.called_function
+        if callee is not None and not callee.is_declaration:
+            kinds = self._callee_kinds(inst)
+            ret_active = floatish(inst.type) and inst in act.active
+            g = self.ctx.get(callee, kinds, ret_active)
+            new_args = []
+            for a, k in zip(A.args, kinds):
+                new_args.append(a)
+            call_args = []
+            for orig, a, k in zip(args, new_args, kinds):
+                call_args.append(a)
+                if k == "dup":
+                    call_args.append(self._sh_aug(orig, inst))
+            call_args.append(self.tape_aug)
+            c = Call(g.aug.function_type, g.aug, call_args)
+            c.insert_before(A)
+            A.replace_all_uses_with(c)
+            A.erase()
+            self.vmap[inst] = c
+            self.replaced_calls[inst] = g
+            return
+        if libm_rule(name) is not None:
+            return
+        if name in INACTIVE_CALLS:
+            return
+        if callee is None:
+            raise NoDerivativeError("indirect call with active arguments cannot be "
+                                    "differentiated", location=self.ctx.err_loc(inst),
+                                    hint="call the function directly")
+        raise NoDerivativeError(
+            f"cannot differentiate call to external function '{name}': no definition and no "
+            "derivative rule", location=self.ctx.err_loc(inst),
+            hint=f"make the definition of '{name}' visible (same program / LTO), or register "
+                 f"a custom gradient (__enzyme_register_gradient_{name}), or mark it inactive")
+
+    def _mem_kind(self, inst):
+        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'."""
+        from ..analysis.types import memory_kinds
+        kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []))
+        kinds.discard("int")
+        if not kinds:
+            return "int"
+        if len(kinds) == 1:
+            return next(iter(kinds))
+        raise ADError("memcpy/memset over memory that mixes floating-point values and "
+                      "pointers is not supported yet", location=self.ctx.err_loc(inst),
+                      hint="copy the fields one by one")
+
+    # ------------------------------------------------------------- reverse
+    def _build_rev(self):
+        R, e = self.rev, self.e
+        prim, shad, i = self._arg_maps(R)
+        self.prim_rev, self.sh_rev_args = prim, shad
+        self.dret = R.args[i] if self.ret_active else None
+        self.tape_rev = R.args[-1]
+        self.rentry = R.append_basic_block("entry")
+        self.rpop, self.rhead, self.rbody = {}, {}, {}
+        for b in self.cfg.rpo:
+            nm = b.name or "bb"
+            self.rpop[b] = R.append_basic_block(f"rev.{nm}")
+            self.rhead[b] = R.append_basic_block(f"rev.{nm}.head")
+            self.rbody[b] = R.append_basic_block(f"rev.{nm}.body")
+        self.rret = R.append_basic_block("rev.return")
+        self.slots = {}
+        self.memo = {}
+        self.batches = {}
+        self.dphi = {}
+        for b in reversed(self.cfg.rpo):
+            e.at_end(self.rbody[b])
+            self.cur = b
+            for inst in reversed(b.instructions):
+                self._rev_inst(inst, b)
+            self._rev_terminator(b)
+        e.at_end(self.rret)
+        outs = []
+        for a in self.out_args:
+            outs.append(e.load(a.type, self._slot(a)) if a in self.act.active else zero(a.type))
+        agg = Undef(self.out_type)
+        for k, v in enumerate(outs):
+            agg = e.insertvalue(agg, v, [k])
+        e.ret(agg)
+
+    # adjoint slots
+    def _slot(self, v):
+        s = self.slots.get(v)
+        if s is None:
+            s = Alloca(v.type)
+            self.rentry.insert(0, s)
+            st = Store(zero(v.type), s)
+            self.rentry.append(st)
+            self.slots[v] = s
+        return s
+
+    def _take(self, v):
+        e = self.e
+        s = self._slot(v)
+        t = e.load(v.type, s)
+        e.store(zero(v.type), s)
+        return t
+
+    def _add(self, v, x):
+        if v not in self.act.active or x is None:
+            return
+        e = self.e
+        s = self._slot(v)
+        t = e.load(v.type, s)
+        e.store(e.add(t, x), s)
+
+    # values in the reverse sweep
+    def _cached(self, key, aug_value, ty, batch):
+        k = (key, batch)
+        v = self.memo.get(k)
+        if v is None:
+            v = Load(ty, ConstantNull(T.ptr))
+            self.rpop[batch].append(v)
+            self.batches.setdefault(batch, []).append((aug_value, v))
+            self.memo[k] = v
+        return v
+
+    def primal(self, v, b):
+        if _is_const(v):
+            return v.clone()
+        if v.is_global:
+            return v
+        if isinstance(v, Argument):
+            return self.prim_rev[v]
+        key = ("p", v, b)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        if isinstance(v, _PURE) and not (v.type.is_pointer and False):
+            c = v.clone({})
+            c.metadata, c.name = [], None
+            for u in c.operand_uses:
+                c.set_operand(u.index, self.primal(u.value, b))
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        batch = self.exit if self._once(v) else b
+        aug_v = self.vmap[v]
+        got = self._cached(("p", v), aug_v, v.type, batch)
+        self.memo[key] = got
+        return got
+
+    def shadow(self, p, b):
+        if isinstance(p, Argument):
+            s = self.sh_rev_args.get(p)
+            if s is None:
+                raise ADError("internal: argument without shadow")
+            return s
+        if isinstance(p, (ConstantNull, Undef, Poison)):
+            return p.clone()
+        if p not in self.act.shadowed:
+            return self.primal(p, b)
+        key = ("s", p, b)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        if isinstance(p, (GEP, Cast)):
+            c = p.clone({})
+            c.metadata, c.name = [], None
+            c.set_operand(0, self.shadow(p.operand(0), b))
+            for u in c.operand_uses[1:]:
+                c.set_operand(u.index, self.primal(u.value, b))
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        batch = self.exit if self._once(p) else b
+        got = self._cached(("s", p), self.sh_aug[p], T.ptr, batch)
+        self.memo[key] = got
+        return got
+
+    def _lazy_ops(self, inst, b):
+        return [Lazy((lambda v=v: self.primal(v, b)), v.type) for v in inst.operands]
+
+    def _rev_inst(self, inst, b):
+        act, e = self.act, self.e
+        active = inst in act.active
+        if isinstance(inst, Phi):
+            if active:
+                self.dphi[inst] = self._take(inst)
+            return
+        if isinstance(inst, Ret):
+            v = inst.value
+            if self.ret_active and v is not None and v in act.active:
+                self._add(v, self.dret)
+            return
+        if isinstance(inst, (Br, Switch, Unreachable)):
+            return
+        if isinstance(inst, Store):
+            v, p = inst.operand(0), inst.operand(1)
+            if p in act.shadowed and floatish(v.type):
+                sp = self.shadow(p, b)
+                t = e.load(v.type, sp, inst.align)
+                e.store(zero(v.type), sp, inst.align)
+                if v in act.active:
+                    self._add(v, t)
+            return
+        if isinstance(inst, Load):
+            if active:
+                d = self._take(inst)
+                sp = self.shadow(inst.operand(0), b)
+                t = e.load(inst.type, sp, inst.align)
+                e.store(e.add(t, d), sp, inst.align)
+            return
+        if isinstance(inst, Alloca):
+            if inst in act.shadowed:
+                free = e.declare("free", T.void, [T.ptr])
+                e.call_fn(free, [self.shadow(inst, b)])
+            return
+        if isinstance(inst, Call):
+            self._rev_call(inst, b)
+            return
+        if not active:
+            return
+        d = self._take(inst)
+        ops = inst.operands
+        if isinstance(inst, BinaryOp):
+            rule = BINARY.get(inst.opcode)
+            if rule is None:
+                raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                        location=self.ctx.err_loc(inst))
+            x = self._lazy_ops(inst, b)
+            r = Lazy(lambda: self.primal(inst, b), inst.type)
+            for k, op in enumerate(ops):
+                if op in act.active:
+                    self._add(op, rule[k](e, x, r, d))
+        elif isinstance(inst, UnaryOp):
+            rule = UNARY[inst.opcode]
+            self._add(ops[0], rule[0](e, self._lazy_ops(inst, b), None, d))
+        elif isinstance(inst, Cast):
+            src = ops[0]
+            if src in act.active:
+                if inst.opcode in ("fpext", "fptrunc"):
+                    back = "fptrunc" if inst.opcode == "fpext" else "fpext"
+                    self._add(src, e.cast(back, d, src.type))
+                elif inst.opcode == "bitcast" and floatish(src.type):
+                    self._add(src, e.cast("bitcast", d, src.type))
+                else:
+                    raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
+                                            "active value", location=self.ctx.err_loc(inst))
+        elif isinstance(inst, Select):
+            c = self.primal(ops[0], b)
+            z = zero(inst.type)
+            if ops[1] in act.active:
+                self._add(ops[1], e.select(c, d, z))
+            if ops[2] in act.active:
+                self._add(ops[2], e.select(c, zero(inst.type), d))
+        elif isinstance(inst, ExtractValue):
+            self._add(ops[0], e.insertvalue(zero(ops[0].type), d, inst.indices))
+        elif isinstance(inst, InsertValue):
+            if ops[1] in act.active:
+                self._add(ops[1], e.extractvalue(d, inst.indices))
+            if ops[0] in act.active:
+                self._add(ops[0], e.insertvalue(d, zero(ops[1].type), inst.indices))
+        elif isinstance(inst, ExtractElement):
+            self._add(ops[0], e.insertelement(zero(ops[0].type), d, self.primal(ops[1], b)))
+        elif isinstance(inst, InsertElement):
+            idx = self.primal(ops[2], b)
+            if ops[1] in act.active:
+                self._add(ops[1], e.extractelement(d, idx))
+            if ops[0] in act.active:
+                self._add(ops[0], e.insertelement(d, zero(ops[1].type), idx))
+        elif isinstance(inst, ShuffleVector):
+            self._rev_shuffle(inst, d)
+        elif isinstance(inst, Freeze):
+            self._add(ops[0], d)
+        else:
+            raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                    location=self.ctx.err_loc(inst))
+
+    def _rev_shuffle(self, inst, d):
+        from ..ir.values import ConstantAggregate, ZeroInit
+        e = self.e
+        a, bvec, mask = inst.operands
+        n = a.type.count
+        if isinstance(mask, ZeroInit):
+            lanes = [0] * inst.type.count
+        elif isinstance(mask, ConstantAggregate):
+            lanes = [getattr(m, "value", None) for m in mask.operands]
+        else:
+            raise NoDerivativeError("shufflevector with an unusual mask",
+                                    location=self.ctx.err_loc(inst))
+        acc = {0: zero(a.type), 1: zero(a.type)}
+        for j, m in enumerate(lanes):
+            if m is None:
+                continue
+            src = 0 if m < n else 1
+            x = e.extractelement(d, ConstantInt(T.i32, j))
+            cur = e.extractelement(acc[src], ConstantInt(T.i32, m % n))
+            acc[src] = e.insertelement(acc[src], e.add(cur, x), ConstantInt(T.i32, m % n))
+        if a in self.act.active:
+            self._add(a, acc[0])
+        if bvec in self.act.active:
+            self._add(bvec, acc[1])
+
+    def _rev_call(self, inst, b):
+        act, e = self.act, self.e
+        name = inst.callee_name or ""
+        if _ignored(name):
+            return
+        if name in ALLOC_FUNCS:
+            if inst in act.shadowed:
+                free = e.declare("free", T.void, [T.ptr])
+                e.call_fn(free, [self.shadow(inst, b)])
+            return
+        if name in FREE_FUNCS:
+            return
+        mem = _mem_intrinsic(name)
+        args = inst.args
+        if mem is not None:
+            kind = getattr(self, "mem_kind", {}).get(inst)
+            if args[0] not in act.shadowed or kind in (None, "int", "ptr"):
+                return
+            n = self.primal(args[2], b)
+            if n.type != T.i64:
+                n = e.cast("zext", n, T.i64)
+            if mem == "memset":
+                memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+                e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
+                                   ConstantInt(T.i1, 0)])
+            else:
+                ty = T.double if kind == "double" else T.float
+                fn = runtime_function(self.ctx.module, "__enzyme_py_memcpy_adj", ty)
+                e.call_fn(fn, [self.shadow(args[0], b), self.shadow(args[1], b), n])
+            return
+        g = self.replaced_calls.get(inst)
+        if g is not None:
+            call_args = []
+            for a, k in zip(args, g.kinds):
+                call_args.append(self.primal(a, b))
+                if k == "dup":
+                    call_args.append(self.shadow(a, b))
+            if g.ret_active:
+                call_args.append(self._take(inst))
+            call_args.append(self.tape_rev)
+            res = e.call_fn(g.rev, call_args)
+            for j, a in enumerate(g.out_args):
+                actual = args[a.index]
+                if actual in act.active:
+                    self._add(actual, e.extractvalue(res, [j]))
+            return
+        if inst not in act.active:
+            return
+        found = libm_rule(name)
+        if found is None:
+            return  # inactive known call (printf...) checked in the forward sweep
+        base, rule = found
+        d = self._take(inst)
+        x = self._lazy_ops(inst, b)
+        r = Lazy(lambda: self.primal(inst, b), inst.type)
+        for k, a in enumerate(args):
+            if a in act.active and k < len(rule) and rule[k] is not None:
+                self._add(a, rule[k](e, x, r, d))
+
+    def _rev_terminator(self, b):
+        e = self.e
+        preds = self.cfg.preds[b]
+        if not preds:
+            e.br(self.rret)
+            return
+        phis = [p for p in b.phis if p in self.dphi]
+
+        def edge(blk, p):
+            e.at_end(blk)
+            for phi in phis:
+                v = phi.incoming_for(p)
+                if v is not None:
+                    self._add(v, self.dphi[phi])
+            e.br(self.rpop[p])
+
+        if len(preds) == 1:
+            edge(self.rbody[b], preds[0])
+            return
+        idx = self._cached(("pred", b), self.pred_phi[b], T.i64, b)
+        blocks = [self.rev.append_basic_block(f"rev.{b.name or 'bb'}.from{k}")
+                  for k in range(len(preds))]
+        e.at_end(self.rbody[b])
+        e.switch(idx, blocks[0], [(ConstantInt(T.i64, k), blocks[k])
+                                  for k in range(1, len(preds))])
+        for k, p in enumerate(preds):
+            edge(blocks[k], p)
+
+    # ------------------------------------------------------------- tape
+    def _finalize(self):
+        e, dl = self.e, self.ctx.module.datalayout
+        reserve = runtime_function(self.ctx.module, "__enzyme_py_tape_reserve")
+        pop = runtime_function(self.ctx.module, "__enzyme_py_tape_pop")
+        for b, entries in self.batches.items():
+            offs, total = [], 0
+            for aug_v, ld in entries:
+                offs.append(total)
+                total += _round8(dl.store_size(ld.type))
+            ab = self.vmap[b]
+            e.at_before(ab.terminator)
+            p = e.call_fn(reserve, [self.tape_aug, ConstantInt(T.i64, total)])
+            for (aug_v, ld), off in zip(entries, offs):
+                q = e.gep_bytes(p, off) if off else p
+                e.store(aug_v, q, 8)
+            rp = self.rpop[b]
+            first = rp.instructions[0]
+            e.at_before(first)
+            q0 = e.call_fn(pop, [self.tape_rev, ConstantInt(T.i64, total)])
+            for (aug_v, ld), off in zip(entries, offs):
+                e.at_before(ld)
+                q = e.gep_bytes(q0, off) if off else q0
+                ld.set_operand(0, q)
+                ld.align = 8
+        for b in self.cfg.rpo:
+            e.at_end(self.rpop[b])
+            e.br(self.rhead[b])
+            e.at_end(self.rhead[b])
+            e.br(self.rbody[b])
+        e.at_end(self.rentry)
+        if self.exit is None:
+            e.ret(Undef(self.out_type))
+        else:
+            e.br(self.rpop[self.exit])

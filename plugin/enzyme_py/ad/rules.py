@@ -1,0 +1,182 @@
+"""Derivative rules as data: one table per family.
+
+Each entry gives, per operand, the adjoint contribution as an expression of the
+emitter ``e``, the operands ``x`` (a tuple), the primal result ``r`` and the
+incoming adjoint ``d``.  Every expression is linear in ``d``, so the tangent
+(forward-mode) rule is the same expression with ``d`` set to the operand's
+tangent, summed over operands (see :func:`tangent`).  ``None`` marks an operand
+with no derivative (an integer exponent, a rounding function's argument).
+
+The emitter provides ``add sub mul div neg const(v, like) call(name, *args)
+fcmp(pred, a, b) select(c, a, b) sitofp(i, like)``; ``call`` takes a base libm
+name (``"cos"``) and picks the float/double/intrinsic spelling.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "INACTIVE_CALLS", "IGNORED_INTRINSICS",
+           "libm_rule", "tangent"]
+
+# ---------------------------------------------------------------------------
+# binary and unary floating-point instructions, keyed by opcode
+# ---------------------------------------------------------------------------
+
+BINARY = {
+    "fadd": (lambda e, x, r, d: d,
+             lambda e, x, r, d: d),
+    "fsub": (lambda e, x, r, d: d,
+             lambda e, x, r, d: e.neg(d)),
+    "fmul": (lambda e, x, r, d: e.mul(d, x[1]),
+             lambda e, x, r, d: e.mul(d, x[0])),
+    "fdiv": (lambda e, x, r, d: e.div(d, x[1]),
+             lambda e, x, r, d: e.neg(e.div(e.mul(d, r), x[1]))),
+    "frem": (lambda e, x, r, d: d,
+             lambda e, x, r, d: e.neg(e.mul(d, e.call("trunc", e.div(x[0], x[1]))))),
+}
+
+UNARY = {
+    "fneg": (lambda e, x, r, d: e.neg(d),),
+}
+
+# casts between float types are linear (the adjoint is cast back); int<->float casts
+# carry no derivative.  Value: how the adjoint of the operand is formed from d.
+CASTS = {
+    "fpext": "cast-back",      # fptrunc d to the operand type
+    "fptrunc": "cast-back",    # fpext d to the operand type
+    "bitcast": "cast-back",    # only float<->float-vector bitcasts are active
+    "sitofp": None, "uitofp": None, "fptosi": None, "fptoui": None,
+}
+
+# ---------------------------------------------------------------------------
+# libm functions and the matching LLVM intrinsics, keyed by base name
+# ---------------------------------------------------------------------------
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _c(e, v, like):
+    return e.const(v, like)
+
+
+def _sq(e, a):
+    return e.mul(a, a)
+
+
+LIBM = {
+    "sin": (lambda e, x, r, d: e.mul(d, e.call("cos", x[0])),),
+    "cos": (lambda e, x, r, d: e.neg(e.mul(d, e.call("sin", x[0]))),),
+    "tan": (lambda e, x, r, d: e.mul(d, e.add(_c(e, 1.0, r), _sq(e, r))),),
+    "asin": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.sub(_c(e, 1.0, r), _sq(e, x[0])))),),
+    "acos": (lambda e, x, r, d: e.neg(e.div(d, e.call("sqrt", e.sub(_c(e, 1.0, r),
+                                                                    _sq(e, x[0]))))),),
+    "atan": (lambda e, x, r, d: e.div(d, e.add(_c(e, 1.0, r), _sq(e, x[0]))),),
+    "atan2": (lambda e, x, r, d: e.div(e.mul(d, x[1]), e.add(_sq(e, x[0]), _sq(e, x[1]))),
+              lambda e, x, r, d: e.neg(e.div(e.mul(d, x[0]),
+                                             e.add(_sq(e, x[0]), _sq(e, x[1]))))),
+    "sinh": (lambda e, x, r, d: e.mul(d, e.call("cosh", x[0])),),
+    "cosh": (lambda e, x, r, d: e.mul(d, e.call("sinh", x[0])),),
+    "tanh": (lambda e, x, r, d: e.mul(d, e.sub(_c(e, 1.0, r), _sq(e, r))),),
+    "asinh": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.add(_sq(e, x[0]), _c(e, 1.0, r)))),),
+    "acosh": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.sub(_sq(e, x[0]), _c(e, 1.0, r)))),),
+    "atanh": (lambda e, x, r, d: e.div(d, e.sub(_c(e, 1.0, r), _sq(e, x[0]))),),
+    "exp": (lambda e, x, r, d: e.mul(d, r),),
+    "exp2": (lambda e, x, r, d: e.mul(d, e.mul(r, _c(e, _LN2, r))),),
+    "exp10": (lambda e, x, r, d: e.mul(d, e.mul(r, _c(e, _LN10, r))),),
+    "expm1": (lambda e, x, r, d: e.mul(d, e.add(r, _c(e, 1.0, r))),),
+    "log": (lambda e, x, r, d: e.div(d, x[0]),),
+    "log2": (lambda e, x, r, d: e.div(d, e.mul(x[0], _c(e, _LN2, r))),),
+    "log10": (lambda e, x, r, d: e.div(d, e.mul(x[0], _c(e, _LN10, r))),),
+    "log1p": (lambda e, x, r, d: e.div(d, e.add(x[0], _c(e, 1.0, r))),),
+    "sqrt": (lambda e, x, r, d: e.div(d, e.mul(_c(e, 2.0, r), r)),),
+    "cbrt": (lambda e, x, r, d: e.div(e.mul(d, r), e.mul(_c(e, 3.0, r), x[0])),),
+    "pow": (lambda e, x, r, d: e.mul(d, e.mul(x[1], e.call("pow", x[0],
+                                                           e.sub(x[1], _c(e, 1.0, r))))),
+            lambda e, x, r, d: e.mul(d, e.mul(r, e.call("log", x[0])))),
+    "powi": (lambda e, x, r, d: e.mul(d, e.mul(e.sitofp(x[1], r),
+                                               e.call("powi", x[0], e.isub1(x[1])))),
+             None),
+    "hypot": (lambda e, x, r, d: e.div(e.mul(d, x[0]), r),
+              lambda e, x, r, d: e.div(e.mul(d, x[1]), r)),
+    "fabs": (lambda e, x, r, d: e.mul(d, e.call("copysign", _c(e, 1.0, r), x[0])),),
+    "copysign": (lambda e, x, r, d: e.mul(d, e.mul(e.call("copysign", _c(e, 1.0, r), x[0]),
+                                                   e.call("copysign", _c(e, 1.0, r), x[1]))),
+                 None),
+    "fmax": (lambda e, x, r, d: e.select(e.fcmp("oge", x[0], x[1]), d, _c(e, 0.0, r)),
+             lambda e, x, r, d: e.select(e.fcmp("oge", x[0], x[1]), _c(e, 0.0, r), d)),
+    "fmin": (lambda e, x, r, d: e.select(e.fcmp("ole", x[0], x[1]), d, _c(e, 0.0, r)),
+             lambda e, x, r, d: e.select(e.fcmp("ole", x[0], x[1]), _c(e, 0.0, r), d)),
+    "fmod": (lambda e, x, r, d: d,
+             lambda e, x, r, d: e.neg(e.mul(d, e.call("trunc", e.div(x[0], x[1]))))),
+    "fma": (lambda e, x, r, d: e.mul(d, x[1]),
+            lambda e, x, r, d: e.mul(d, x[0]),
+            lambda e, x, r, d: d),
+    "erf": (lambda e, x, r, d: e.mul(d, e.mul(_c(e, _TWO_OVER_SQRT_PI, r),
+                                              e.call("exp", e.neg(_sq(e, x[0]))))),),
+    "erfc": (lambda e, x, r, d: e.neg(e.mul(d, e.mul(_c(e, _TWO_OVER_SQRT_PI, r),
+                                                     e.call("exp", e.neg(_sq(e, x[0])))))),),
+    "tgamma": (lambda e, x, r, d: e.mul(d, e.mul(r, e.call("__enzyme_py_digamma", x[0]))),),
+    "lgamma": (lambda e, x, r, d: e.mul(d, e.call("__enzyme_py_digamma", x[0])),),
+    # piecewise constant: zero derivative
+    "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
+    "rint": (None,), "nearbyint": (None,), "roundeven": (None,),
+}
+
+# name aliases (LLVM intrinsic spellings -> libm base name)
+_ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum": "fmin",
+            "fmuladd": "fma", "maximumnum": "fmax", "minimumnum": "fmin"}
+
+# calls with no derivative and no effect on derivatives
+INACTIVE_CALLS = {
+    "printf", "fprintf", "puts", "putchar", "fputs", "fputc", "sprintf", "snprintf",
+    "fflush", "abort", "exit", "__assert_fail", "rand", "srand", "time", "clock",
+    "fwrite", "fread", "fopen", "fclose", "perror", "strlen", "strcmp", "strncmp",
+    "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_atexit", "atoi", "atof", "strtod",
+    "getenv", "isinf", "isnan", "__isinf", "__isnan", "__isinff", "__isnanf",
+    "__enzyme_py_digamma",
+}
+
+# intrinsics that are dropped from the reverse pass (no derivative, no shadow)
+IGNORED_INTRINSICS = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch",
+                      "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
+                      "llvm.stacksave", "llvm.stackrestore", "llvm.donothing",
+                      "llvm.sideeffect", "llvm.pseudoprobe", "llvm.var.annotation",
+                      "llvm.is.fpclass", "llvm.objectsize")
+
+
+def libm_rule(name: str):
+    """``(base, rule)`` for a libm function or LLVM intrinsic name, else None.
+
+    ``sin``, ``sinf``, ``llvm.sin.f64``, ``llvm.sin.v2f64``, ``__sin_finite`` all map to
+    the ``sin`` entry.
+    """
+    base = name
+    if base.startswith("llvm."):
+        parts = base[5:].split(".")
+        base = parts[0]
+    elif base.startswith("__") and base.endswith("_finite"):
+        base = base[2:-7]
+    base = _ALIASES.get(base, base)
+    if base in LIBM:
+        return base, LIBM[base]
+    if base.endswith(("f", "l")) and base[:-1] in LIBM:
+        b = _ALIASES.get(base[:-1], base[:-1])
+        return b, LIBM[b]
+    if base in _ALIASES:
+        return _ALIASES[base], LIBM[_ALIASES[base]]
+    return None
+
+
+def tangent(rule, e, x, r, dx):
+    """Forward-mode rule from an adjoint entry: sum of each operand's expression
+    with ``d`` replaced by that operand's tangent (None = zero tangent)."""
+    out = None
+    for f, t in zip(rule, dx):
+        if f is None or t is None:
+            continue
+        v = f(e, x, r, t)
+        out = v if out is None else e.add(out, v)
+    return out

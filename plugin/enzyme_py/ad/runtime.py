@@ -1,0 +1,133 @@
+"""Support functions emitted into the module on demand (internal linkage):
+
+- the tape, a LIFO byte stack ``{ptr data, i64 size, i64 cap}`` grown with realloc:
+  ``__enzyme_py_tape_reserve(tape, n) -> ptr`` (push n bytes) and
+  ``__enzyme_py_tape_pop(tape, n) -> ptr`` (pop n bytes);
+- ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
+  of T data (``ds[i] += dd[i]; dd[i] = 0``);
+- ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
+"""
+
+from __future__ import annotations
+
+from ..ir import types as T
+from ..ir.values import ConstantFP, ConstantInt
+
+TAPE_TYPE = T.StructType([T.ptr, T.i64, T.i64])
+
+
+def _new(module, name, ret, params, attrs="nounwind"):
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn, False
+    fn = module.add_function(name, T.FunctionType(ret, params), linkage="internal",
+                             fn_attrs=attrs, unique=False)
+    return fn, True
+
+
+def runtime_function(module, name, ty=None):
+    from .emit import Emitter, type_suffix
+    e = Emitter(module)
+    i64 = T.i64
+    if name == "__enzyme_py_tape_reserve":
+        fn, new = _new(module, name, T.ptr, [T.ptr, i64], "alwaysinline nounwind")
+        if not new:
+            return fn
+        t, n = fn.args
+        entry, grow, fast = (fn.append_basic_block(x) for x in ("entry", "grow", "fast"))
+        e.at_end(entry)
+        szp = e.gep_bytes(t, 8)
+        sz = e.load(i64, szp, 8)
+        capp = e.gep_bytes(t, 16)
+        cap = e.load(i64, capp, 8)
+        new_sz = e.binop("add", sz, n)
+        ok = e.icmp("ule", new_sz, cap)
+        e.cbr(ok, fast, grow)
+        e.at_end(grow)
+        c2 = e.binop("shl", cap, ConstantInt(i64, 1))
+        c3 = e.binop("add", c2, e.binop("add", new_sz, ConstantInt(i64, 256)))
+        data = e.load(T.ptr, t, 8)
+        realloc = e.declare("realloc", T.ptr, [T.ptr, i64])
+        nd = e.call_fn(realloc, [data, c3])
+        e.store(nd, t, 8)
+        e.store(c3, capp, 8)
+        e.br(fast)
+        e.at_end(fast)
+        d = e.load(T.ptr, t, 8)
+        p = e.gep_bytes(d, sz)
+        e.store(new_sz, szp, 8)
+        e.ret(p)
+        return fn
+    if name == "__enzyme_py_tape_pop":
+        fn, new = _new(module, name, T.ptr, [T.ptr, i64], "alwaysinline nounwind")
+        if not new:
+            return fn
+        t, n = fn.args
+        e.at_end(fn.append_basic_block("entry"))
+        szp = e.gep_bytes(t, 8)
+        sz = e.load(i64, szp, 8)
+        new_sz = e.binop("sub", sz, n)
+        e.store(new_sz, szp, 8)
+        d = e.load(T.ptr, t, 8)
+        e.ret(e.gep_bytes(d, new_sz))
+        return fn
+    if name.startswith("__enzyme_py_memcpy_adj"):
+        full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"
+        fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])
+        if not new:
+            return fn
+        from ..ir.instructions import GEP
+        dd, ds, nb = fn.args
+        entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
+        size = module.datalayout.store_size(ty)
+        e.at_end(entry)
+        n = e.binop("udiv", nb, ConstantInt(i64, size))
+        e.cbr(e.icmp("eq", n, ConstantInt(i64, 0)), exit_, loop)
+        e.at_end(loop)
+        i = e.phi(i64)
+        pd = e.insert(GEP(ty, dd, [i]))
+        ps = e.insert(GEP(ty, ds, [i]))
+        a = e.load(ty, pd)
+        b = e.load(ty, ps)
+        e.store(e.binop("fadd", b, a), ps)
+        e.store(ConstantFP(ty, 0.0), pd)
+        i1 = e.binop("add", i, ConstantInt(i64, 1))
+        e.cbr(e.icmp("ult", i1, n), loop, exit_)
+        i.add_incoming(ConstantInt(i64, 0), entry)
+        i.add_incoming(i1, loop)
+        e.at_end(exit_)
+        e.ret()
+        return fn
+    if name == "__enzyme_py_digamma":
+        full = f"__enzyme_py_digamma_{type_suffix(ty)}"
+        fn, new = _new(module, full, ty, [ty])
+        if not new:
+            return fn
+        (x,) = fn.args
+        entry, loop, tail = (fn.append_basic_block(n) for n in ("entry", "loop", "tail"))
+        c = lambda v: ConstantFP(ty, v)  # noqa: E731
+        e.at_end(entry)
+        e.cbr(e.fcmp("olt", x, c(6.0)), loop, tail)
+        e.at_end(loop)
+        xv = e.phi(ty)
+        rv = e.phi(ty)
+        r1 = e.binop("fsub", rv, e.binop("fdiv", c(1.0), xv))
+        x1 = e.binop("fadd", xv, c(1.0))
+        e.cbr(e.fcmp("olt", x1, c(6.0)), loop, tail)
+        xv.add_incoming(x, entry)
+        xv.add_incoming(x1, loop)
+        rv.add_incoming(c(0.0), entry)
+        rv.add_incoming(r1, loop)
+        e.at_end(tail)
+        xt = e.phi(ty, [(x, entry), (x1, loop)])
+        rt = e.phi(ty, [(c(0.0), entry), (r1, loop)])
+        f = e.binop("fdiv", c(1.0), e.binop("fmul", xt, xt))
+        poly = e.binop("fsub", c(1 / 240), e.binop("fmul", f, c(1 / 132)))
+        poly = e.binop("fsub", c(1 / 252), e.binop("fmul", f, poly))
+        poly = e.binop("fsub", c(1 / 120), e.binop("fmul", f, poly))
+        poly = e.binop("fsub", c(1 / 12), e.binop("fmul", f, poly))
+        s = e.binop("fsub", e.call("log", xt), e.binop("fdiv", c(0.5), xt))
+        s = e.binop("fsub", s, e.binop("fmul", f, poly))
+        e.ret(e.binop("fadd", rt, s))
+        return fn
+    raise KeyError(name)
