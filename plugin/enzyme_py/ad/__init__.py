@@ -88,6 +88,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
                           c.prefix).strip()
         c.prefix = ("internal " + c.prefix.replace("internal", "")).strip()
         _strip_fn_attrs(module, c, attr_cache)
+        c.fn_attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", c.fn_attrs or "").strip()
         clones[f] = c
     for c in clones.values():
         for inst in c.instructions():

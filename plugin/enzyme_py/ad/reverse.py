@@ -254,6 +254,9 @@ class ReverseGen:
                         phi.add_incoming(ConstantInt(T.i64, k), pb)
                 self.pred_phi[b] = phi
 
+    def _rt(self, name, ty=None):
+        return runtime_function(self.ctx.module, name, ty)
+
     def _sh_aug(self, v, where):
         s = self.sh_aug.get(v)
         if s is not None:
@@ -291,34 +294,32 @@ class ReverseGen:
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
             size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))
-            calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.at_before(nxt)
-            n = ConstantInt(T.i64, 1)
             if inst.count is not None:
                 n = vmap[inst.count] if inst.count in vmap else inst.count.clone()
                 if n.type != T.i64:
                     n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
-            S = e.call_fn(calloc, [n, size])
+                size = e.binop("mul", n, size)
+            S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
         elif isinstance(inst, Call):
             name = inst.callee_name or ""
             if name not in ALLOC_FUNCS:
                 raise ADError(f"call to '{name}' returns a pointer that may carry derivatives; "
                               "not supported yet", location=self.ctx.err_loc(inst),
                               hint="inline the function or return through an argument")
-            if name == "realloc":
-                raise ADError("realloc of memory that carries derivatives is not supported yet",
-                              location=self.ctx.err_loc(inst),
-                              hint="allocate a new buffer with malloc and copy")
-            calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.at_before(nxt)
             args = A.args
-            if name == "calloc":
-                S = e.call_fn(calloc, [args[0], args[1]])
+            if name == "realloc":
+                S = e.call_fn(self._rt("__enzyme_py_shadow_realloc"),
+                              [self._sh_aug(inst.args[0], inst), args[1]])
+            elif name == "calloc":
+                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                              [e.binop("mul", args[0], args[1])])
             else:
                 size = args[1] if name == "aligned_alloc" else args[0]
-                S = e.call_fn(calloc, [size, ConstantInt(T.i64, 1)])
+                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
         else:
             raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                           location=self.ctx.err_loc(inst))
@@ -585,8 +586,7 @@ class ReverseGen:
             return
         if isinstance(inst, Alloca):
             if inst in act.shadowed:
-                free = e.declare("free", T.void, [T.ptr])
-                e.call_fn(free, [self.shadow(inst, b)])
+                e.call_fn(self._rt("__enzyme_py_shadow_free"), [self.shadow(inst, b)])
             return
         if isinstance(inst, Call):
             self._rev_call(inst, b)
@@ -677,17 +677,30 @@ class ReverseGen:
     def _rev_call(self, inst, b):
         act, e = self.act, self.e
         name = inst.callee_name or ""
+        args = inst.args
         if _ignored(name):
             return
         if name in ALLOC_FUNCS:
             if inst in act.shadowed:
-                free = e.declare("free", T.void, [T.ptr])
-                e.call_fn(free, [self.shadow(inst, b)])
+                sh = self.shadow(inst, b)
+                if name == "realloc" and args[0] in act.shadowed:
+                    from ..analysis.types import memory_kinds
+                    kinds = memory_kinds([inst]) - {"int"}
+                    if kinds in ({"double"}, {"float"}):
+                        old = self.shadow(args[0], b)
+                        osz = e.call_fn(self._rt("__enzyme_py_shadow_size"), [old])
+                        n = self.primal(args[1], b)
+                        m = e.select(e.icmp("ult", osz, n), osz, n)
+                        ty = T.double if kinds == {"double"} else T.float
+                        e.call_fn(self._rt("__enzyme_py_memcpy_adj", ty), [sh, old, m])
+                    elif kinds - {"ptr"}:
+                        raise ADError("realloc of memory whose element type is unknown",
+                                      location=self.ctx.err_loc(inst))
+                e.call_fn(self._rt("__enzyme_py_shadow_free"), [sh])
             return
         if name in FREE_FUNCS:
             return
         mem = _mem_intrinsic(name)
-        args = inst.args
         if mem is not None:
             kind = getattr(self, "mem_kind", {}).get(inst)
             if args[0] not in act.shadowed or kind in (None, "int", "ptr"):

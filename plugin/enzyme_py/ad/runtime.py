@@ -98,6 +98,66 @@ def runtime_function(module, name, ty=None):
         e.at_end(exit_)
         e.ret()
         return fn
+    if name == "__enzyme_py_shadow_alloc":
+        # zeroed shadow memory with a 16-byte header holding the size (for realloc)
+        fn, new = _new(module, name, T.ptr, [i64])
+        if not new:
+            return fn
+        (n,) = fn.args
+        e.at_end(fn.append_basic_block("entry"))
+        calloc = e.declare("calloc", T.ptr, [i64, i64])
+        p = e.call_fn(calloc, [e.binop("add", n, ConstantInt(i64, 16)), ConstantInt(i64, 1)])
+        e.store(n, p, 8)
+        e.ret(e.gep_bytes(p, 16))
+        return fn
+    if name == "__enzyme_py_shadow_free":
+        fn, new = _new(module, name, T.void, [T.ptr])
+        if not new:
+            return fn
+        (s,) = fn.args
+        entry, yes, done = (fn.append_basic_block(x) for x in ("entry", "free", "done"))
+        e.at_end(entry)
+        from ..ir.values import ConstantNull
+        e.cbr(e.icmp("eq", s, ConstantNull(T.ptr)), done, yes)
+        e.at_end(yes)
+        free = e.declare("free", T.void, [T.ptr])
+        e.call_fn(free, [e.gep_bytes(s, -16)])
+        e.br(done)
+        e.at_end(done)
+        e.ret()
+        return fn
+    if name == "__enzyme_py_shadow_size":
+        fn, new = _new(module, name, i64, [T.ptr])
+        if not new:
+            return fn
+        (s,) = fn.args
+        entry, yes, done = (fn.append_basic_block(x) for x in ("entry", "some", "done"))
+        e.at_end(entry)
+        from ..ir.values import ConstantNull
+        e.cbr(e.icmp("eq", s, ConstantNull(T.ptr)), done, yes)
+        e.at_end(yes)
+        sz = e.load(i64, e.gep_bytes(s, -16), 8)
+        e.br(done)
+        e.at_end(done)
+        e.ret(e.phi(i64, [(ConstantInt(i64, 0), entry), (sz, yes)]))
+        return fn
+    if name == "__enzyme_py_shadow_realloc":
+        # a fresh shadow holding a copy of the old one's first min(old, n) bytes;
+        # the old shadow stays alive for the reverse sweep
+        fn, new = _new(module, name, T.ptr, [T.ptr, i64])
+        if not new:
+            return fn
+        old, n = fn.args
+        e.at_end(fn.append_basic_block("entry"))
+        alloc = runtime_function(module, "__enzyme_py_shadow_alloc")
+        size = runtime_function(module, "__enzyme_py_shadow_size")
+        p = e.call_fn(alloc, [n])
+        osz = e.call_fn(size, [old])
+        m = e.select(e.icmp("ult", osz, n), osz, n)
+        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+        e.call_fn(memcpy, [p, old, m, ConstantInt(T.i1, 0)])
+        e.ret(p)
+        return fn
     if name == "__enzyme_py_digamma":
         full = f"__enzyme_py_digamma_{type_suffix(ty)}"
         fn, new = _new(module, full, ty, [ty])
