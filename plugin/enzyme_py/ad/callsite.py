@@ -243,7 +243,16 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
             from .emit import zero
             result = zero(rty)
         call.replace_all_uses_with(result)
-    call.erase()
+    if isinstance(call, Invoke):
+        from ..ir.instructions import Br
+        blk = call.parent
+        normal, unwind = call.normal_dest, call.unwind_dest
+        for phi in unwind.phis:
+            phi.remove_incoming(blk)
+        call.erase()
+        blk.append(Br(normal))
+    else:
+        call.erase()
     for m in site.markers:
         if not m.uses and m.parent is not None:
             m.erase()

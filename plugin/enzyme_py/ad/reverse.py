@@ -147,6 +147,8 @@ class ReverseGen:
         rev_params = list(aug_params)
         aug_params.append(T.ptr)
         rt = primal.return_type
+        self.ret_shadow = rt.is_pointer
+        aug_rt = T.StructType([rt, T.ptr]) if self.ret_shadow else rt
         if ret_active:
             rev_params.append(rt)
         rev_params.append(T.ptr)
@@ -154,7 +156,7 @@ class ReverseGen:
         self.out_type = T.StructType([a.type for a in self.out_args])
         base = ctx.fname(primal)
         attrs = ctx.attrs_for(primal)
-        self.aug = m.add_function(f"augmented_{base}", T.FunctionType(rt, aug_params),
+        self.aug = m.add_function(f"augmented_{base}", T.FunctionType(aug_rt, aug_params),
                                   linkage="internal", fn_attrs=attrs)
         self.rev = m.add_function(f"diffe_{base}", T.FunctionType(self.out_type, rev_params),
                                   linkage="internal", fn_attrs=attrs)
@@ -224,16 +226,33 @@ class ReverseGen:
         for b in self.cfg.rpo:
             for inst in list(b.instructions):
                 A = vmap[inst]
+                if isinstance(inst, Invoke):
+                    if not (inst.callee_name or "").startswith(IGNORED_INTRINSICS) and (
+                            any(a in act.active or a in act.shadowed for a in inst.args)
+                            or inst in act.active or inst in act.shadowed):
+                        raise ADError("invoke (a call that may throw) with active arguments in "
+                                      "a differentiated function is not supported yet",
+                                      location=self.ctx.err_loc(inst),
+                                      hint="mark the callee noexcept or build with "
+                                           "-fno-exceptions")
+                    continue
+                if isinstance(inst, Call):
+                    self._aug_call(inst, A)
                 if inst in act.shadowed and not isinstance(inst, Argument):
                     self._aug_shadow_def(inst, A, pending_phis)
                 if isinstance(inst, Store):
                     self._aug_store(inst, A)
-                elif isinstance(inst, Call):
-                    self._aug_call(inst, A)
-                elif isinstance(inst, Invoke):
-                    raise ADError("invoke (C++ exceptions) in a differentiated function is "
-                                  "not supported yet", location=self.ctx.err_loc(inst),
-                                  hint="compile with -fno-exceptions or mark the callee noexcept")
+        if self.ret_shadow:
+            for b in self.cfg.rpo:
+                r = b.terminator
+                if isinstance(r, Ret) and r.value is not None:
+                    ar = vmap[r]
+                    e.at_before(ar)
+                    pv = ar.value
+                    sv = self._sh_aug(r.value, r)
+                    agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
+                    agg = e.insertvalue(agg, sv, [1])
+                    ar.set_operand(0, agg)
         for inst, S in pending_phis:
             for v, blk in inst.incoming:
                 S.add_incoming(self._sh_aug(v, inst), vmap[blk])
@@ -304,6 +323,10 @@ class ReverseGen:
             S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
         elif isinstance(inst, Call):
             name = inst.callee_name or ""
+            if inst in self.replaced_calls:
+                # the augmented callee returned {primal, shadow}
+                self.sh_aug[inst] = self.ret_shadows[inst]
+                return
             if name not in ALLOC_FUNCS:
                 raise ADError(f"call to '{name}' returns a pointer that may carry derivatives; "
                               "not supported yet", location=self.ctx.err_loc(inst),
@@ -395,7 +418,17 @@ class ReverseGen:
             call_args.append(self.tape_aug)
             c = Call(g.aug.function_type, g.aug, call_args)
             c.insert_before(A)
-            A.replace_all_uses_with(c)
+            if g.ret_shadow:
+                pv = ExtractValue(c, [0])
+                pv.insert_after(c)
+                sv = ExtractValue(c, [1])
+                sv.insert_after(pv)
+                self.ret_shadows = getattr(self, "ret_shadows", {})
+                self.ret_shadows[inst] = sv
+                A.replace_all_uses_with(pv)
+                c = pv
+            else:
+                A.replace_all_uses_with(c)
             A.erase()
             self.vmap[inst] = c
             self.replaced_calls[inst] = g
