@@ -5,6 +5,8 @@ structs are added element-wise), libm calls by base name, and memory ops.
 
 from __future__ import annotations
 
+import struct
+
 from ..ir import types as T
 from ..ir.instructions import (BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue, FCmp,
                                GEP, ICmp, InsertElement, InsertValue, Load, Phi, Ret, Select,
@@ -93,8 +95,16 @@ class Emitter:
         ty = like if isinstance(like, T.Type) else like.type
         if ty.is_vector:
             from ..ir.values import ConstantSplat
-            return ConstantSplat(ty, [ConstantFP(ty.element, float(v))])
-        return ConstantFP(ty, float(v))
+            return ConstantSplat(ty, [self.const(v, ty.element)])
+        v = float(v)
+        if ty.kind in ("float", "half"):
+            # LLVM wants float constants spelled as a double that is exactly the float
+            # value; hex spelling avoids decimal round-off (ir's fp_text is too lax here)
+            f = "<f" if ty.kind == "float" else "<e"
+            v = struct.unpack(f, struct.pack(f, v))[0]
+            text = "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+            return ConstantFP(ty, v, text)
+        return ConstantFP(ty, v)
 
     # -- arithmetic ------------------------------------------------------------
     def binop(self, op, a, b):

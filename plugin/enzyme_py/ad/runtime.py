@@ -165,7 +165,7 @@ def runtime_function(module, name, ty=None):
             return fn
         (x,) = fn.args
         entry, loop, tail = (fn.append_basic_block(n) for n in ("entry", "loop", "tail"))
-        c = lambda v: ConstantFP(ty, v)  # noqa: E731
+        c = lambda v: e.const(v, ty)  # noqa: E731
         e.at_end(entry)
         e.cbr(e.fcmp("olt", x, c(6.0)), loop, tail)
         e.at_end(loop)
