@@ -1,0 +1,109 @@
+"""Whole programs: gradients vs central differences, error diagnostics, and a
+valgrind leak check of a gradient that caches inside a while loop."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import build_and_run, enzyme_cc, parse_values
+
+WHILE_CACHE = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+/* data-dependent trip count, loop-carried state, a heap buffer and a helper call */
+__attribute__((noinline)) double g(double a, double b) { return a * sin(b) + b; }
+double f(double *x, int n) {
+    double *t = malloc(n * sizeof(double));
+    double y = x[0], s = 0.0;
+    int k = 0;
+    while (fabs(y) < 50.0 && k < 100) {
+        y = g(y, x[k % n]) * 1.1 + 0.5;
+        t[k % n] = y;
+        k++;
+    }
+    for (int i = 0; i < n; i++) s += t[i] * x[i];
+    free(t);
+    return s + y;
+}
+int main(void) {
+    double x[4] = {0.7, 1.3, -0.4, 0.9}, dx[4] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 4);
+    for (int k = 0; k < 4; k++) {
+        double s = x[k], h = 1e-6, p = s + h, m = s - h;
+        x[k] = p; double fp = f(x, 4); x[k] = m; double fm = f(x, 4); x[k] = s;
+        printf("d%d %.17g %.17g\n", k, dx[k], (fp - fm) / (p - m));
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_while_loop_cache_gradient(tmp_path, opt):
+    out = build_and_run(tmp_path, WHILE_CACHE, opt)
+    assert out.returncode == 0, out.stderr
+    for name, (got, want) in parse_values(out.stdout).items():
+        assert abs(got - want) <= 1e-6 * max(abs(want), 1), name
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_no_leaks_while_loop_cache(tmp_path):
+    out = build_and_run(tmp_path, WHILE_CACHE, "-O2",
+                        runner=("valgrind", "--leak-check=full", "--error-exitcode=9",
+                                "--errors-for-leak-kinds=definite,indirect,possible"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "All heap blocks were freed" in out.stderr
+
+
+def test_preopt_off_gives_same_gradient(tmp_path):
+    out = build_and_run(tmp_path, WHILE_CACHE, "-O2", extra=("-fenzyme-preopt=0",))
+    assert out.returncode == 0, out.stderr
+    for name, (got, want) in parse_values(out.stdout).items():
+        assert abs(got - want) <= 1e-6 * max(abs(want), 1), name
+
+
+def _compile_error(tmp_path, src):
+    p = tmp_path / "e.c"
+    p.write_text(src)
+    r = enzyme_cc(["-O2", "-g", str(p), "-o", str(tmp_path / "e"), "-lm"], tmp_path)
+    assert r.returncode != 0
+    return r.stderr
+
+
+def test_error_undefined_external_names_function_and_line(tmp_path):
+    err = _compile_error(tmp_path, "double __enzyme_autodiff(void*, double);\n"
+                         "extern double mystery(double);\n"
+                         "double f(double x) {\n  return mystery(x) * x;\n}\n"
+                         "int main(void) { return (int)__enzyme_autodiff((void*)f, 1.0); }\n")
+    assert "e.c:4:" in err and "mystery" in err and "error:" in err and "note:" in err
+
+
+def test_error_missing_shadow(tmp_path):
+    err = _compile_error(tmp_path, "double __enzyme_autodiff(void*, ...);\n"
+                         "double f(double *x) { return x[0] * x[0]; }\n"
+                         "int main(void) { double x[1] = {1};\n"
+                         "  return (int)__enzyme_autodiff((void*)f, x); }\n")
+    assert "missing argument shadow" in err and "e.c:4:" in err
+
+
+def test_error_illegal_marker(tmp_path):
+    err = _compile_error(tmp_path, "int enzyme_bogus;\n"
+                         "double __enzyme_autodiff(void*, ...);\n"
+                         "double f(double x) { return x * x; }\n"
+                         "int main(void) {\n"
+                         "  return (int)__enzyme_autodiff((void*)f, enzyme_bogus, 1.0); }\n")
+    assert "illegal enzyme metadata classification" in err
+
+
+def test_error_too_few_arguments(tmp_path):
+    err = _compile_error(tmp_path, "double __enzyme_autodiff(void*, ...);\n"
+                         "double f(double x, double y) { return x * y; }\n"
+                         "int main(void) {\n"
+                         "  return (int)__enzyme_autodiff((void*)f, 1.0); }\n")
+    assert "too few arguments" in err
