@@ -114,6 +114,8 @@ def _requests():
     v = f"{major}.{minor}.{patch}"
     same_series = f"{major}.{minor}" if major == 0 else f"{major}"
     next_series = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}.0"
+    # 0.x minor releases may break the interface: 0.1.0 does not satisfy 0.0.
+    older_series = (f"0.{minor - 1}" if minor > 0 else None) if major == 0 else f"{major - 1}.0"
     return [
         pytest.param("", True, id="none"),
         pytest.param(same_series, True, id="same-series"),
@@ -123,7 +125,7 @@ def _requests():
         pytest.param(next_series, False, id="next-series"),
         pytest.param(f"{major}.{minor}.{patch + 1}", False, id="newer-patch"),
         pytest.param(f"{major + 1}.0...{major + 2}.0", False, id="range-above"),
-    ]
+    ] + ([pytest.param(older_series, False, id="older-series")] if older_series else [])
 
 
 @pytest.mark.parametrize("request_, accepted", _requests())
