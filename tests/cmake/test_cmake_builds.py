@@ -55,6 +55,7 @@ def consumer(cmake, installed, tmp_path_factory) -> Path:
     v = probe_values(out)
     assert Path(v["EnzymePy_C_COMPILER"]) == installed.bin / "enzyme-cc"
     assert "enzyme" not in Path(v["CMAKE_C_COMPILER"]).name  # the project keeps its compiler
+    assert "enzyme" not in Path(v["CMAKE_CXX_COMPILER"]).name
     return b
 
 
@@ -85,6 +86,14 @@ def test_a_gradient_in_executable(cmake, installed, consumer):
     assert printed_number(consumer / "grad", installed.env) == pytest.approx(d_cube(2.0))
     grad_o = _object(consumer, "grad.c.o")
     assert _carries_bitcode(grad_o.read_bytes(), str(grad_o))
+
+
+def test_a_gradient_in_cxx_executable(cmake, installed, consumer):
+    """enzymepy_target on a C++ target: enzyme-c++ replaces the project's C++
+    compiler for it (d/dx sum_{i<3} (x + i)^2 at x = 0.5)."""
+    build(cmake, consumer, "gradxx", env=installed.env)
+    want = sum(2 * (0.5 + i) for i in range(3))
+    assert printed_number(consumer / "gradxx", installed.env) == pytest.approx(want)
 
 
 def test_b_gradient_of_static_library_function(cmake, installed, consumer):
