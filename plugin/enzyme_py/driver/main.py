@@ -38,7 +38,8 @@ EnzymePy options:
   -v                   print each stage's command and timing
   -save-temps          keep the merged and transformed IR next to the output
                        (<output>.merged.ll, <output>.enzyme.ll)
-  -fenzyme-NAME[=VAL]  options of the AD pass (see the README)
+  -fenzyme-NAME[=VAL]  options of the AD pass (see the README):
+    -fenzyme-preopt=0  differentiate unoptimised IR (no pre-AD optimisation)
   --version            print EnzymePy's version, the clang in use and LLVM's
   --help               this text
 
