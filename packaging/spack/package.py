@@ -70,7 +70,7 @@ class PyEnzymePy(PythonPackage):
             f.write(SMOKE_TEST_C)
         enzyme_cc = which(self.prefix.bin.join("enzyme-cc"))
         enzyme_cc("-O2", "cube.c", "-o", "cube")
-        cube = which(join_path(".", "cube"))
+        cube = Executable(join_path(".", "cube"))
         out = cube(output=str.split, error=str.split)
         assert out.strip() == SMOKE_TEST_EXPECTED, f"expected {SMOKE_TEST_EXPECTED}, got {out!r}"
 
