@@ -186,12 +186,13 @@ def fp_text(ty: T.Type, v: float) -> str:
     """Spell a float constant as LLVM's AsmWriter does (decimal if exact, else hex)."""
     kind = ty.kind
     if kind in ("double", "float"):
+        if kind == "float" and math.isfinite(v):
+            # LLVM spells a float constant as the double it widens to, and
+            # rejects one that a float cannot hold exactly: round first.
+            v = struct.unpack("<f", struct.pack("<f", v))[0]
         if math.isfinite(v):
             s = "%.6e" % v
-            back = float(s)
-            if kind == "float":
-                back = struct.unpack("<f", struct.pack("<f", back))[0]
-            if back == v:
+            if float(s) == v:  # the decimal must denote exactly this double
                 return s
         return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
     if kind == "half":
