@@ -1,0 +1,220 @@
+"""Markdown table, PNG chart and raw JSON of one harness run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .harness import AGREE_TOL, TARGET_ABLATION, TARGET_AD_PASS_S, TARGET_RATIO, size_label
+
+FD_TOL = 1e-4
+PEER_NAMES = [("adolc", "ADOL-C"), ("torch", "PyTorch"), ("jax", "JAX"), ("fd", "central FD")]
+
+
+def fmt_t(s: float | None) -> str:
+    if s is None or s < 0:
+        return "—"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def short(msg: str, n: int = 110) -> str:
+    msg = msg.replace("|", "/").replace("\n", " ")
+    return msg if len(msg) <= n else msg[: n - 1] + "…"
+
+
+def case_label(c: dict) -> str:
+    return size_label(c["sizes"]) if "sizes" in c else " ".join(map(str, c["args"]))
+
+
+def grad_ratio(c: dict) -> float | None:
+    e = c["tools"].get("enzyme", {})
+    if e.get("ok") and e["primal_s"] > 0:
+        return e["grad_s"] / e["primal_s"]
+    return None
+
+
+def ablation(c: dict) -> float | None:
+    e, o = c["tools"].get("enzyme", {}), c["tools"].get("enzyme_nopreopt", {})
+    if e.get("ok") and o.get("ok") and e["grad_s"] > 0:
+        return o["grad_s"] / e["grad_s"]
+    return None
+
+
+def geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def peer_cell(c: dict, tool: str) -> str:
+    r = c["tools"].get(tool)
+    ours = c["tools"].get("enzyme", {})
+    if r is None:
+        return "not run"
+    if not r.get("ok"):
+        if "skip" in r:
+            return "skipped: " + short(r["skip"], 60)
+        return "**failed**: " + short(r.get("error", "?"), 80)
+    s = fmt_t(r["grad_s"]) + (" est." if r.get("estimated") else "")
+    if ours.get("ok") and ours["grad_s"] > 0:
+        s += f" ({r['grad_s'] / ours['grad_s']:.1f}×)"
+    return s
+
+
+def agree_cell(c: dict, tool: str) -> str:
+    r = c["tools"].get(tool)
+    if not r or not r.get("ok") or r.get("agree") is None:
+        return "—"
+    tol = FD_TOL if tool == "fd" else AGREE_TOL
+    a = r["agree"]
+    return f"{a:.1e} {'ok' if a <= tol else '**DIFFERS**'}"
+
+
+def intact_cell(c: dict, tool: str) -> str:
+    r = c["tools"].get(tool)
+    if not r or not r.get("ok") or "inputs_modified" not in r:
+        return "—"
+    return "**no: the gradient wrote into its input arrays**" if r["inputs_modified"] else "yes"
+
+
+def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
+    L = []
+    L.append(f"Preset `{meta['preset']}`, {meta['opt']}, {meta['reps']} repeats (medians), "
+             f"{meta['date']}, {meta['machine']}; run took {meta['seconds']} s.  ")
+    v = meta["versions"]
+    L.append(f"{v.get('enzyme-cc', '')}; ADOL-C {v.get('adolc')}; PyTorch {v.get('torch')}; "
+             f"JAX {v.get('jax')} (all CPU, float64, one thread).")
+    L.append("")
+    L.append("### Gradient time (peers: time and multiple of EnzymePy's)")
+    L.append("")
+    L.append("| kernel | size | primal | EnzymePy ∇ | ∇/primal (target) | no pre-AD opt ∇ "
+             "| on/off | ADOL-C | PyTorch | JAX | central FD |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in results:
+        e = c["tools"].get("enzyme", {})
+        k = c["kernel"]
+        if not e.get("ok"):
+            L.append(f"| {k} | {case_label(c)} | — | **failed**: {short(e.get('error', '?'))} "
+                     "| — | — | — | " + " | ".join(peer_cell(c, t) for t, _ in PEER_NAMES) + " |")
+            continue
+        ratio = grad_ratio(c)
+        tgt = TARGET_RATIO.get(k)
+        rcell = f"{ratio:.2f}" if ratio is not None else "—"
+        if tgt is not None and ratio is not None:
+            rcell += f" (≤ {tgt:g} {'met' if ratio <= tgt else 'missed'})"
+        o = c["tools"].get("enzyme_nopreopt")
+        if o is None:
+            ocell = "not run"
+        elif o.get("ok"):
+            ocell = fmt_t(o["grad_s"])
+        else:
+            ocell = "**failed**: " + short(o.get("error", "?"), 80)
+        ab = ablation(c)
+        L.append(f"| {k} | {case_label(c)} | {fmt_t(e['primal_s'])} | {fmt_t(e['grad_s'])} | "
+                 f"{rcell} | {ocell} | {f'{ab:.2f}×' if ab else '—'} | "
+                 + " | ".join(peer_cell(c, t) for t, _ in PEER_NAMES) + " |")
+    L.append("")
+    g = geomean([ablation(c) for c in results])
+    L.append("**Ablation** (gradient time with pre-AD optimisation off ÷ on), geometric mean: "
+             + (f"**{g:.2f}×**" if g else "not measurable") + f" (target ≥ {TARGET_ABLATION}×).")
+    L.append("")
+    L.append("### Agreement with EnzymePy's derivative (max |Δ| / max |∇ours|; "
+             f"ok ≤ {AGREE_TOL:g}, FD on {FD_TOL:g} relative per sampled entry)")
+    L.append("")
+    L.append("| kernel | size | no pre-AD opt | ADOL-C | PyTorch | JAX | central FD (sampled) "
+             "| inputs intact after ∇ (on / off) |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for c in results:
+        L.append(f"| {c['kernel']} | {case_label(c)} | " + " | ".join(
+            agree_cell(c, t) for t in ("enzyme_nopreopt", "adolc", "torch", "jax", "fd")) + " | "
+            + " / ".join(intact_cell(c, t) for t in ("enzyme", "enzyme_nopreopt")) + " |")
+    L.append("")
+    L.append(f"### Compile side (enzyme-cc {meta['opt']} -v; "
+             f"AD pass target < {TARGET_AD_PASS_S:g} s)")
+    L.append("")
+    L.append("| kernel | IR parse | pre-AD opt | AD transform | AD pass total | print | "
+             "llvmlite -O2 | codegen | enzyme-cc wall | IR insts before → after AD |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for k, b in builds.items():
+        on = b["on"]
+        if not on.get("ok"):
+            L.append(f"| {k} | **failed**: {short(on.get('error', '?'))} |||||||||")
+            continue
+        st = on["stages"]
+
+        def s(name, st=st):
+            return f"{st[name]:.3f} s" if name in st else "—"
+        ad = st.get("AD pass")
+        adcell = s("AD pass")
+        if ad is not None:
+            adcell += " (met)" if ad < TARGET_AD_PASS_S else " (**missed**)"
+        ib, ia = on.get("insts_before"), on.get("insts_after")
+        icell = f"{ib} → {ia}" if ib and ia else "—"
+        L.append(f"| {k} | {s('IR parse')} | {s('pre-AD opt')} | {s('AD transform')} | {adcell} | "
+                 f"{s('print')} | {s('llvmlite -O2')} | {s('codegen')} | {on['wall_s']:.2f} s | "
+                 f"{icell} |")
+    L.append("")
+    return "\n".join(L)
+
+
+def chart(path: Path, results: list[dict]) -> str | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib not installed: no PNG"
+    labels = [f"{c['kernel']}\n{case_label(c)}" for c in results]
+    tools = [("enzyme", "EnzymePy"), ("enzyme_nopreopt", "EnzymePy, no pre-AD opt"),
+             ("adolc", "ADOL-C"), ("torch", "PyTorch"), ("jax", "JAX"), ("fd", "central FD")]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8, 1.6 * len(results)), 9))
+    width = 0.8 / len(tools)
+    for j, (key, name) in enumerate(tools):
+        xs, ys = [], []
+        for i, c in enumerate(results):
+            e, r = c["tools"].get("enzyme", {}), c["tools"].get(key, {})
+            if e.get("ok") and r.get("ok") and r.get("grad_s", -1) > 0:
+                xs.append(i + (j - len(tools) / 2 + 0.5) * width)
+                ys.append(r["grad_s"] / e["grad_s"])
+        ax1.bar(xs, ys, width, label=name)
+    ax1.set_yscale("log")
+    ax1.axhline(1.0, color="k", lw=0.8)
+    ax1.set_ylabel("gradient time ÷ EnzymePy's")
+    ax1.set_xticks(range(len(results)), labels, fontsize=7)
+    ax1.legend(fontsize=7, ncol=3)
+    ax1.set_title("Gradient time relative to EnzymePy (lower is faster)")
+    ratios = [grad_ratio(c) or 0.0 for c in results]
+    ax2.bar(range(len(results)), ratios, 0.6, color="tab:blue", label="EnzymePy ∇ / primal")
+    for i, c in enumerate(results):
+        t = TARGET_RATIO.get(c["kernel"])
+        if t:
+            ax2.plot([i - 0.35, i + 0.35], [t, t], color="tab:red", lw=2,
+                     label="target" if i == 0 else None)
+        if not c["tools"].get("enzyme", {}).get("ok"):
+            ax2.text(i, 0.1, "build\nfailed", ha="center", fontsize=7, color="tab:red")
+    ax2.set_xticks(range(len(results)), labels, fontsize=7)
+    ax2.set_ylabel("gradient / primal time")
+    ax2.set_title("EnzymePy gradient/primal ratio (-O2) and targets")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def write_report(out: Path, meta: dict, builds: dict, results: list[dict], png: bool = True) -> str:
+    md = markdown(meta, builds, results)
+    stem = f"{meta['preset']}"
+    if png:
+        why = chart(out / f"{stem}.png", results)
+        md += f"\n![chart]({stem}.png)\n" if why is None else f"\n({why})\n"
+    (out / f"{stem}.md").write_text(md)
+    slim_builds = {k: {w: {kk: vv for kk, vv in b.items() if kk != "exe"} for w, b in v.items()}
+                   for k, v in builds.items()}
+    (out / f"{stem}.json").write_text(json.dumps(
+        {"meta": meta, "builds": slim_builds, "results": results}, indent=1))
+    return md
