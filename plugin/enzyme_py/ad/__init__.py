@@ -22,11 +22,11 @@ OPTIONS = {
 }
 
 
-def _callees(fn):
+def _callees(fn, registry):
     for inst in fn.instructions():
         if isinstance(inst, Call):
             c = inst.called_function
-            if c is not None and not c.is_declaration:
+            if c is not None and not c.is_declaration and not registry.special(c.name):
                 yield c
 
 
@@ -55,8 +55,12 @@ def _swap_module(module, new):
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
     from .. import llvm
     from ..ir import parse_module, print_module
-    from .callsite import find_sites, lower_site, parse_site
+    from .callsite import find_sites, lower_forward, lower_site, parse_site
+    from .custom import CallHooks
+    from .forward import ForwardContext
+    from .registry import Registry
     from .reverse import Context
+    from .split import lower_split
 
     unknown = set(options) - set(OPTIONS)
     if unknown:
@@ -67,7 +71,9 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     if not found:
         return
     t0 = time.perf_counter()
+    Registry.read(module)  # check the registration globals before anything else
     sites = [parse_site(c, mode) for c, mode in found]
+    registry = Registry.read(module)
     # the functions to differentiate and everything they call, as private copies
     work = [s.fn for s in sites]
     closure = []
@@ -78,7 +84,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
             continue
         seen.add(f)
         closure.append(f)
-        work.extend(_callees(f))
+        work.extend(_callees(f, registry))
     clones = {}
     attr_cache: dict = {}
     for f in closure:
@@ -104,6 +110,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
         found = find_sites(module)
         sites = [parse_site(c, mode) for c, mode in found]
+        registry = Registry.read(module)
     clone_of = {}
     rename = {}
     for cname, orig in names.items():
@@ -111,20 +118,32 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
     ctx = Context(module, rename, log)
+    ctx.hooks = CallHooks(registry)
+    fctx = ForwardContext(ctx, registry)
     plans = []
     for s in sites:
         kinds = ["const"] * len(s.fn.args)
         for b in s.bindings:
             kinds[b.index] = b.kind
         primal = clone_of[s.fn]
+        if s.mode == "forward":
+            plans.append((s, fctx.get(primal, kinds, s.width)))
+            continue
         from ..analysis.activity import floatish
-        ret_active = floatish(primal.return_type) and primal.return_type.is_float
+        ret_active = (floatish(primal.return_type) and primal.return_type.is_float
+                      and "enzyme_const_return" not in s.ret_markers)
         plans.append((s, ctx.get(primal, kinds, ret_active)))
     t2 = time.perf_counter()
+    fctx.run()
     ctx.run()
     t3 = time.perf_counter()
     for s, g in plans:
-        lower_site(s, g, module)
+        if s.mode == "forward":
+            lower_forward(s, g, module)
+        elif s.mode == "reverse":
+            lower_site(s, g, module)
+        else:
+            lower_split(s, g, module)
     for c in list(clone_of.values()):
         if not c.uses:
             c.erase()

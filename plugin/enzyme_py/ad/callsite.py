@@ -14,18 +14,22 @@ from ..analysis.activity import floatish
 from ..ir import types as T
 from ..ir.instructions import Call, Cast, Load, Invoke
 from ..ir.instructions import Alloca
-from ..ir.values import ConstantFP, ZeroInit
+from ..ir.values import ConstantFP, ConstantInt, ZeroInit
 from .runtime import TAPE_TYPE
 from .emit import Emitter
 from .errors import CallSiteError
 
-ENTRY_PREFIXES = {"__enzyme_autodiff": "reverse"}
+ENTRY_PREFIXES = {"__enzyme_autodiff": "reverse", "__enzyme_fwddiff": "forward",
+                  "__enzyme_augmentfwd": "augment", "__enzyme_reverse": "split_reverse",
+                  "__enzyme_augmentsize": "size", "__enzyme_batch": "batch",
+                  "__enzyme_fwdsplit": "fwdsplit"}
 
 MARKERS = {"enzyme_dup", "enzyme_dupnoneed", "enzyme_const", "enzyme_out", "enzyme_width",
            "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_allocated", "enzyme_tape",
            "enzyme_nofree", "enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
            "enzyme_active_return", "enzyme_dup_return"}
-SUPPORTED = {"enzyme_dup", "enzyme_dupnoneed", "enzyme_const", "enzyme_out"}
+RETURN_MARKERS = {"enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
+                  "enzyme_active_return", "enzyme_dup_return"}
 
 
 def marker_of(v) -> str | None:
@@ -44,7 +48,13 @@ class ParamBinding:
     index: int
     kind: str            # "const", "dup", "out"
     value: object
-    shadow: object = None
+    shadows: list = field(default_factory=list)   # one per lane (enzyme_width)
+    dupv: tuple | None = None                      # (base pointer, byte stride)
+    noneed: bool = False
+
+    @property
+    def shadow(self):
+        return self.shadows[0] if self.shadows else None
 
 
 @dataclass
@@ -55,6 +65,12 @@ class AutodiffSite:
     sret: object
     bindings: list = field(default_factory=list)
     markers: list = field(default_factory=list)  # marker loads to delete
+    width: int = 1
+    ret_markers: set = field(default_factory=set)
+    allocated: int | None = None
+    tape: object = None
+    nofree: bool = False
+    extras: list = field(default_factory=list)   # arguments after the function's ones
 
 
 def location(call) -> str:
@@ -67,7 +83,7 @@ def location(call) -> str:
 
 
 def find_sites(module):
-    """Every call to an ``__enzyme_autodiff*`` function, in module order."""
+    """Every call to an ``__enzyme_*`` entry point, in module order."""
     out = []
     for fn in list(module.functions):
         mode = None
@@ -83,9 +99,22 @@ def find_sites(module):
     return out
 
 
+def _const_int(v, what, loc):
+    if not isinstance(v, ConstantInt):
+        raise CallSiteError(f"{what} must be followed by an integer constant", location=loc,
+                            hint="pass a literal (the value is needed at compile time)")
+    return v.value
+
+
 def parse_site(call, mode) -> AutodiffSite:
     loc = location(call)
     name = call.callee_name
+    if mode in ("batch", "fwdsplit"):
+        what = ("the batched primal (__enzyme_batch)" if mode == "batch"
+                else "forward split mode (__enzyme_fwdsplit)")
+        raise CallSiteError(f"{name}: {what} is not supported by EnzymePy", location=loc,
+                            hint="use enzyme_width with __enzyme_fwddiff (vector forward "
+                                 "mode), or __enzyme_fwddiff")
     args = call.args
     sret = None
     i = 0
@@ -105,38 +134,100 @@ def parse_site(call, mode) -> AutodiffSite:
         raise CallSiteError(f"{name}: the body of '{target.name}' is not available",
                             location=loc, hint="compile its definition with enzyme-cc too")
     site = AutodiffSite(call, mode, target, sret)
+    forward = mode == "forward"
     i += 1
     params = target.args
     p = 0
-    while i < len(args):
+
+    def config(mk, i):
+        """Markers that configure the call rather than describe a parameter."""
+        if mk == "enzyme_width":
+            if i + 1 >= len(args):
+                raise CallSiteError("enzyme_width must be followed by the width", location=loc)
+            w = _const_int(args[i + 1], "enzyme_width", loc)
+            if w < 1:
+                raise CallSiteError(f"enzyme_width {w}: the width must be at least 1",
+                                    location=loc)
+            if p > 0 or site.width != 1:
+                after = "another enzyme_width" if site.width != 1 else "the first argument"
+                raise CallSiteError(f"width mismatch: enzyme_width {w} given after {after}",
+                                    location=loc, hint="pass enzyme_width, N once, before "
+                                                       "the function's arguments")
+            site.width = w
+            return i + 2
+        if mk == "enzyme_allocated":
+            if i + 1 >= len(args):
+                raise CallSiteError("enzyme_allocated must be followed by the tape size",
+                                    location=loc)
+            site.allocated = _const_int(args[i + 1], "enzyme_allocated", loc)
+            return i + 2
+        if mk == "enzyme_tape":
+            if i + 1 >= len(args):
+                raise CallSiteError("enzyme_tape must be followed by the tape", location=loc)
+            site.tape = args[i + 1]
+            return i + 2
+        if mk == "enzyme_nofree":
+            site.nofree = True
+            return i + 1
+        if mk in RETURN_MARKERS:
+            site.ret_markers.add(mk)
+            return i + 1
+        return None
+
+    def lanes(i, p, mk):
+        """The W shadows after the value at args[i]; returns (shadows, index after them)."""
+        W = site.width
+        sh = list(args[i + 1:i + 1 + W])
+        bad = next((x for x in sh if marker_of(x) is not None), None)
+        if len(sh) < W or bad is not None:
+            found = f": found the marker {marker_of(bad)}" if bad is not None else ""
+            raise CallSiteError(f"missing argument shadow for parameter {p + 1} of "
+                                f"'{target.name}' after {mk}{found}"
+                                + (f" (width mismatch: enzyme_width {W} needs {W} shadows)"
+                                   if W > 1 else ""), location=loc,
+                                hint="enzyme_dup takes the value and its shadow"
+                                + ("s, one per lane" if W > 1 else ""))
+        return sh, i + 1 + W
+
+    while i < len(args) and p < len(params):
         a = args[i]
         mk = marker_of(a)
         if mk is not None:
             site.markers.append(a)
             if mk not in MARKERS:
                 raise CallSiteError(f"illegal enzyme metadata classification '{mk}'",
-                                    location=loc)
-            if mk not in SUPPORTED:
-                raise CallSiteError(f"the marker '{mk}' is not supported by {name} yet",
-                                    location=loc)
-            if p >= len(params):
-                raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
-                                    f"({len(params)} parameters)", location=loc)
+                                    location=loc, hint="known markers: "
+                                    + ", ".join(sorted(MARKERS)))
+            nxt = config(mk, i)
+            if nxt is not None:
+                i = nxt
+                continue
             param = params[p]
-            if mk in ("enzyme_dup", "enzyme_dupnoneed"):
-                if i + 2 >= len(args):
-                    raise CallSiteError(f"missing argument shadow for parameter {p + 1} of "
-                                        f"'{target.name}' after {mk}", location=loc,
-                                        hint="enzyme_dup takes the value and its shadow")
+            if mk in ("enzyme_dup", "enzyme_dupnoneed", "enzyme_dupv", "enzyme_dupnoneedv"):
                 if not param.type.is_pointer and not floatish(param.type):
                     raise CallSiteError(f"{mk} on parameter {p + 1} of '{target.name}', which "
                                         "is an integer", location=loc)
-                if not param.type.is_pointer:
+                if not param.type.is_pointer and not forward:
                     raise CallSiteError(f"{mk} on by-value float parameter {p + 1} of "
-                                        f"'{target.name}' is not supported", location=loc,
+                                        f"'{target.name}' is not supported in reverse mode",
+                                        location=loc,
                                         hint="use enzyme_out (the default) instead")
-                site.bindings.append(ParamBinding(p, "dup", args[i + 1], args[i + 2]))
-                i += 3
+                noneed = "noneed" in mk
+                if mk.endswith("v"):
+                    if i + 3 >= len(args):
+                        raise CallSiteError(f"{mk} takes the value, the shadows' base pointer "
+                                            f"and the byte stride (parameter {p + 1} of "
+                                            f"'{target.name}')", location=loc)
+                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], [],
+                                                      (args[i + 2], args[i + 3]), noneed))
+                    i += 4
+                else:
+                    if i + 1 >= len(args):
+                        raise CallSiteError(f"missing argument shadow for parameter {p + 1} of "
+                                            f"'{target.name}' after {mk}", location=loc)
+                    sh, i2 = lanes(i + 1, p, mk)
+                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], sh, None, noneed))
+                    i = i2
             elif mk == "enzyme_const":
                 if i + 1 >= len(args):
                     raise CallSiteError(f"missing value after enzyme_const for parameter "
@@ -144,6 +235,11 @@ def parse_site(call, mode) -> AutodiffSite:
                 site.bindings.append(ParamBinding(p, "const", args[i + 1]))
                 i += 2
             else:  # enzyme_out
+                if forward:
+                    raise CallSiteError(f"enzyme_out (parameter {p + 1} of '{target.name}') "
+                                        f"is a reverse-mode marker; {name} is forward mode",
+                                        location=loc, hint="pass enzyme_dup, x, dx (the value "
+                                                           "and its tangent)")
                 if i + 1 >= len(args):
                     raise CallSiteError(f"missing value after enzyme_out for parameter "
                                         f"{p + 1} of '{target.name}'", location=loc)
@@ -154,18 +250,17 @@ def parse_site(call, mode) -> AutodiffSite:
                 i += 2
             p += 1
             continue
-        if p >= len(params):
-            raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
-                                f"({len(params)} parameters)", location=loc)
         param = params[p]
-        if param.type.is_pointer:
+        if param.type.is_pointer or (forward and floatish(param.type)):
             if i + 1 >= len(args):
-                raise CallSiteError(f"missing argument shadow for pointer parameter {p + 1} of "
+                what = "pointer" if param.type.is_pointer else "float"
+                raise CallSiteError(f"missing argument shadow for {what} parameter {p + 1} of "
                                     f"'{target.name}'", location=loc,
-                                    hint="pass enzyme_dup, the pointer and its shadow, or "
-                                         "enzyme_const and the pointer")
-            site.bindings.append(ParamBinding(p, "dup", a, args[i + 1]))
-            i += 2
+                                    hint="pass enzyme_dup, the value and its shadow, or "
+                                         "enzyme_const and the value")
+            sh, i2 = lanes(i, p, "the value")
+            site.bindings.append(ParamBinding(p, "dup", a, sh))
+            i = i2
         elif floatish(param.type):
             site.bindings.append(ParamBinding(p, "out", a))
             i += 1
@@ -176,6 +271,30 @@ def parse_site(call, mode) -> AutodiffSite:
     if p < len(params):
         raise CallSiteError(f"{name}: too few arguments for '{target.name}': parameter {p + 1} "
                             f"of {len(params)} is missing", location=loc)
+    while i < len(args):
+        a = args[i]
+        mk = marker_of(a)
+        if mk is not None:
+            site.markers.append(a)
+            if mk not in MARKERS:
+                raise CallSiteError(f"illegal enzyme metadata classification '{mk}'",
+                                    location=loc)
+            nxt = config(mk, i)
+            if nxt is None:
+                raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
+                                    f"({len(params)} parameters): {mk} after the last one",
+                                    location=loc)
+            i = nxt
+            continue
+        site.extras.append(a)
+        i += 1
+    if site.extras and mode not in ("split_reverse",):
+        raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
+                            f"({len(params)} parameters)", location=loc)
+    if mode in ("reverse", "augment", "split_reverse", "size") and site.width != 1:
+        raise CallSiteError(f"{name}: enzyme_width {site.width} (vector mode) is supported "
+                            "by __enzyme_fwddiff only", location=loc,
+                            hint="call the reverse-mode entry once per direction")
     return site
 
 
@@ -193,55 +312,66 @@ def _coerce(e, v, ty, loc):
                         location=loc)
 
 
-def lower_site(site: AutodiffSite, gen, module) -> None:
-    """Replace the call by: tape, augmented forward, reverse (seed 1.0), free tape, and
-    the derivatives packed the way the call's prototype returns them."""
-    call = site.call
-    loc = location(call)
-    e = Emitter(module).at_before(call)
-    tape = Alloca(TAPE_TYPE, align=8)
-    call.function.entry_block.insert(0, tape)
-    e.store(ZeroInit(TAPE_TYPE), tape, 8)
+def _args_for(e, site, kinds_fn, loc):
+    """The primal arguments, each duplicated one followed by its W shadows."""
     fn = site.fn
-    args = []
+    out = []
     for bnd in site.bindings:
         pty = fn.args[bnd.index].type
-        args.append(_coerce(e, bnd.value, pty, loc))
+        out.append(_coerce(e, bnd.value, pty, loc))
         if bnd.kind == "dup":
-            args.append(_coerce(e, bnd.shadow, T.ptr, loc))
-    e.call_fn(gen.aug, args + [tape])
-    rargs = list(args)
-    if gen.ret_active:
-        rargs.append(ConstantFP(fn.return_type, 1.0))
-    res = e.call_fn(gen.rev, rargs + [tape])
-    data = e.load(T.ptr, tape, 8)
-    free = e.declare("free", T.void, [T.ptr])
-    e.call_fn(free, [data])
-    # pack the derivatives as a C struct of their types, coerce to the call's return
-    outs = [e.extractvalue(res, [k]) for k in range(len(gen.out_args))]
+            sty = T.ptr if pty.is_pointer else pty
+            if bnd.dupv is not None:
+                base, stride = bnd.dupv
+                base = _coerce(e, base, T.ptr, loc)
+                stride = _coerce(e, stride, T.i64, loc)
+                for k in range(site.width):
+                    off = e.binop("mul", stride, ConstantInt(T.i64, k)) if k else None
+                    q = e.gep_bytes(base, off) if off is not None else base
+                    out.append(q if pty.is_pointer else e.load(pty, q))
+            else:
+                out.extend(_coerce(e, sh, sty, loc) for sh in bnd.shadows)
+    return out
+
+
+def _pack(e, site, values, module, loc):
+    """The call's result from ``values``: one scalar as is, several as a C struct of
+    their types (through memory: the ABI may return it in registers, as a vector, or
+    through sret)."""
+    call = site.call
     rty = call.type
-    if not outs:
-        result = None
-    elif len(outs) == 1 and rty.is_float and site.sret is None:
-        result = _coerce(e, outs[0], rty, loc)
+    if not values or (rty.is_void and site.sret is None):
+        return None
+    if len(values) == 1 and site.sret is None and not (rty.is_struct or rty.is_array
+                                                         or rty.is_vector or rty.is_void):
+        return _coerce(e, values[0], rty, loc)
+    st = T.StructType([v.type for v in values])
+    dl = module.datalayout
+    need = dl.size_in_bytes(st)
+    if site.sret is not None:
+        buf = site.sret
     else:
-        st = T.StructType([o.type for o in outs])
-        dl = module.datalayout
-        offs = dl.field_offsets(st)
-        if site.sret is not None:
-            buf = site.sret
-        else:
-            buf = Alloca(T.ArrayType(T.i8, max(dl.size_in_bytes(st),
-                                               dl.size_in_bytes(rty) if not rty.is_void else 0)),
-                         align=16)
-            call.function.entry_block.insert(0, buf)
-        for o, off in zip(outs, offs):
-            e.store(o, e.gep_bytes(buf, off) if off else buf)
-        result = None if rty.is_void else e.load(rty, buf)
-    if not rty.is_void:
+        have = 0 if rty.is_void else dl.size_in_bytes(rty)
+        if have < need:
+            what = f"{site.width} lanes of " if site.width > 1 else ""
+            raise CallSiteError(f"width mismatch: {call.callee_name} returns {rty} "
+                                f"({have} bytes) but the call produces {what}{len(values)} "
+                                f"value(s) ({need} bytes)", location=loc,
+                                hint="declare the entry point to return a struct with one "
+                                     "field per value (e.g. struct { double d[N]; })")
+        buf = Alloca(T.ArrayType(T.i8, max(need, have)), align=16)
+        call.function.entry_block.insert(0, buf)
+    for v, off in zip(values, dl.field_offsets(st)):
+        e.store(v, e.gep_bytes(buf, off) if off else buf)
+    return None if rty.is_void else e.load(rty, buf)
+
+
+def _finish(site, result):
+    call = site.call
+    if not call.type.is_void:
         if result is None:
             from .emit import zero
-            result = zero(rty)
+            result = zero(call.type)
         call.replace_all_uses_with(result)
     if isinstance(call, Invoke):
         from ..ir.instructions import Br
@@ -256,3 +386,57 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
     for m in site.markers:
         if not m.uses and m.parent is not None:
             m.erase()
+
+
+def lower_site(site: AutodiffSite, gen, module) -> None:
+    """Replace the call by: tape, augmented forward, reverse (seed 1.0), free tape, and
+    the derivatives packed the way the call's prototype returns them (then the primal
+    result with ``enzyme_primal_return``)."""
+    call = site.call
+    loc = location(call)
+    e = Emitter(module).at_before(call)
+    tape = Alloca(TAPE_TYPE, align=8)
+    call.function.entry_block.insert(0, tape)
+    e.store(ZeroInit(TAPE_TYPE), tape, 8)
+    fn = site.fn
+    args = _args_for(e, site, None, loc)
+    primal = e.call_fn(gen.aug, args + [tape])
+    if gen.ret_shadow:
+        primal = e.extractvalue(primal, [0])
+    rargs = list(args)
+    if gen.ret_active:
+        rargs.append(ConstantFP(fn.return_type, 1.0))
+    res = e.call_fn(gen.rev, rargs + [tape])
+    data = e.load(T.ptr, tape, 8)
+    free = e.declare("free", T.void, [T.ptr])
+    e.call_fn(free, [data])
+    outs = [e.extractvalue(res, [k]) for k in range(len(gen.out_args))]
+    if "enzyme_primal_return" in site.ret_markers and not fn.return_type.is_void:
+        outs.append(primal)
+    _finish(site, _pack(e, site, outs, module, loc))
+
+
+def lower_forward(site: AutodiffSite, gen, module) -> None:
+    """Replace the call by the forward-mode function; the result is the tangent(s) of
+    the return value (``enzyme_primal_return``: the primal first; ``enzyme_const_return``:
+    the primal only; ``enzyme_noret``: nothing)."""
+    call = site.call
+    loc = location(call)
+    e = Emitter(module).at_before(call)
+    res = e.call_fn(gen.fn, _args_for(e, site, None, loc))
+    rm = site.ret_markers
+    if gen.ret_pair:
+        primal = e.extractvalue(res, [0])
+        tans = [e.extractvalue(res, [1 + k]) for k in range(site.width)]
+    else:
+        primal = None if res.type.is_void else res
+        tans = []
+    if "enzyme_noret" in rm:
+        values = []
+    elif "enzyme_const_return" in rm:
+        values = [primal] if primal is not None else []
+    elif "enzyme_primal_return" in rm:
+        values = ([primal] if primal is not None else []) + tans
+    else:
+        values = tans
+    _finish(site, _pack(e, site, values, module, loc))

@@ -70,6 +70,7 @@ class Context:
         self.log = log or (lambda s: None)
         self._attr_groups: dict = {}
         self.stats = {"instructions": 0, "functions": 0}
+        self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the
@@ -170,7 +171,8 @@ class ReverseGen:
         self.cfg = CFG(P)
         self.dom = dominators(self.cfg)
         self.loops = find_loops(self.cfg, self.dom)
-        self.act = Activity(P, self.kinds)
+        hooks = self.ctx.hooks
+        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else ())
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
@@ -362,7 +364,7 @@ class ReverseGen:
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
-        elif v in self.act.active:
+        elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise ADError("an active value is stored into memory that has no shadow "
                           "(a global, or an enzyme_const argument)",
                           location=self.ctx.err_loc(inst),
@@ -401,6 +403,8 @@ class ReverseGen:
                     c.insert_after(A)
             return
         if not involved:
+            return
+        if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
             return
         callee = inst.called_function
         if callee is not None and not callee.is_declaration:
@@ -445,7 +449,9 @@ class ReverseGen:
             f"cannot differentiate call to external function '{name}': no definition and no "
             "derivative rule", location=self.ctx.err_loc(inst),
             hint=f"make the definition of '{name}' visible (same program / LTO), or register "
-                 f"a custom gradient (__enzyme_register_gradient_{name}), or mark it inactive")
+                 f"a custom gradient (void *__enzyme_register_gradient_{name}[3] = "
+                 f"{{{name}, {name}_aug, {name}_rev}}), or mark it inactive "
+                 f"(__enzyme_inactivefn); see enzyme.h")
 
     def _mem_kind(self, inst):
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'."""
@@ -712,6 +718,8 @@ class ReverseGen:
         name = inst.callee_name or ""
         args = inst.args
         if _ignored(name):
+            return
+        if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
             return
         if name in ALLOC_FUNCS:
             if inst in act.shadowed:

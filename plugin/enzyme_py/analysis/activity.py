@@ -53,8 +53,9 @@ class Activity:
     """``kinds[i]`` for argument i: ``"const"``, ``"dup"`` (pointer with shadow) or
     ``"out"`` (active by-value float)."""
 
-    def __init__(self, fn, kinds):
+    def __init__(self, fn, kinds, inactive=()):
         self.fn = fn
+        self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
         self.shadowed: set = set()    # pointers with shadows
         for a, k in zip(fn.args, kinds):
@@ -95,6 +96,8 @@ class Activity:
                 return "shadow" if ops[0] in self.shadowed else None
             if isinstance(i, Call):
                 name = i.callee_name or ""
+                if name in self.inactive_fns:
+                    return None
                 if name in ALLOC_FUNCS:
                     return "shadow"
                 if any(a in self.shadowed for a in i.args) and i.called_function is not None \
@@ -106,6 +109,8 @@ class Activity:
         if isinstance(i, Load):
             return "active" if ops[0] in self.shadowed else None
         if isinstance(i, Call):
+            if (i.callee_name or "") in self.inactive_fns:
+                return None
             args = i.args
             if self._any_active(args) or any(a in self.shadowed for a in args):
                 return "active"

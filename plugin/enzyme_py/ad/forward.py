@@ -1,0 +1,497 @@
+"""Forward (tangent) mode, scalar and vector: for a function P, an activity
+signature and a width N, emit
+
+    fwddiffe_P(args..., with N tangents / shadows after each duplicated one)
+        -> P's result                         (P returns an integer or nothing)
+        -> {result, tangent_1 .. tangent_N}   (P returns a float or a pointer)
+
+The body is P's, with each instruction followed by the N lanes of its tangent
+(one scalar instruction per lane: the SLP vectorizer packs the lanes into SIMD
+registers).  The tangent of each instruction and libm function comes from the
+adjoint tables in :mod:`rules` (:func:`rules.tangent`): every adjoint there is
+linear in the incoming adjoint, so the same expression maps tangents forward.
+Pointers get shadows as in reverse mode: shadow GEPs, loads and phis; a shadow
+``alloca`` (zeroed) per ``alloca`` and a zeroed shadow allocation per ``malloc``,
+freed where the primal is freed.  No tape: the primal runs once.
+"""
+
+from __future__ import annotations
+
+from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish, underlying_object
+from ..analysis.cfg import CFG
+from ..ir import types as T
+from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
+                               FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
+                               Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
+                               Unreachable)
+from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
+from .emit import Emitter, zero
+from .errors import ADError, NoDerivativeError
+from .rules import BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule, tangent
+
+__all__ = ["ForwardContext", "ForwardGen"]
+
+# operands that carry data (the others are indices / masks / conditions)
+_DATA_OPS = {ExtractValue: (0,), InsertValue: (0, 1), ExtractElement: (0,),
+             InsertElement: (0, 1), ShuffleVector: (0, 1), Freeze: (0,)}
+
+
+def _mem_intrinsic(name):
+    for k in ("memcpy", "memmove", "memset"):
+        if name == k or name.startswith(f"llvm.{k}."):
+            return k
+    return None
+
+
+class ForwardContext:
+    """Forward-mode functions, memoized per (function, activity, width); shares the
+    reverse-mode context's names, attribute groups and the registry."""
+
+    def __init__(self, rctx, registry):
+        self.rctx, self.registry = rctx, registry
+        self.module = rctx.module
+        self.gens: dict = {}
+        self.queue: list = []
+
+    def get(self, fn, kinds, width=1):
+        key = (fn, tuple(kinds), width)
+        g = self.gens.get(key)
+        if g is None:
+            g = self.gens[key] = ForwardGen(self, fn, list(kinds), width)
+            self.queue.append(g)
+        return g
+
+    def run(self):
+        while self.queue:
+            self.queue.pop().generate()
+
+    def err_loc(self, inst):
+        return self.rctx.err_loc(inst)
+
+    def fname(self, fn):
+        return self.rctx.fname(fn)
+
+
+class ForwardGen:
+    def __init__(self, ctx: ForwardContext, primal, kinds, width):
+        self.ctx, self.P, self.kinds, self.W = ctx, primal, kinds, width
+        params = []
+        for a, k in zip(primal.args, kinds):
+            params.append(a.type)
+            if k == "dup":
+                params.extend([a.type] * width)
+        rt = primal.return_type
+        self.ret_pair = floatish(rt) or rt.is_pointer
+        fret = T.StructType([rt] * (1 + width)) if self.ret_pair else rt
+        base = ctx.fname(primal)
+        w = f"{width}" if width > 1 else ""
+        self.fn = ctx.module.add_function(f"fwddiffe{w}_{base}", T.FunctionType(fret, params),
+                                          linkage="internal",
+                                          fn_attrs=ctx.rctx.attrs_for(primal))
+
+    # ------------------------------------------------------------------ setup
+    def generate(self):
+        P, F, W = self.P, self.fn, self.W
+        self.cfg = CFG(P)
+        inactive = self.ctx.registry.inactive_fns
+        self.act = Activity(P, self.kinds, inactive=inactive)
+        rstats = self.ctx.rctx.stats
+        rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
+        rstats["functions"] += 1
+        self.e = Emitter(self.ctx.module)
+        vmap, self.tan, self.sh = {}, {}, {}
+        i = 0
+        for a, k in zip(P.args, self.kinds):
+            vmap[a] = F.args[i]
+            i += 1
+            if k == "dup":
+                lanes = F.args[i:i + W]
+                i += W
+                (self.sh if a.type.is_pointer else self.tan)[a] = list(lanes)
+        for b in P.blocks:
+            vmap[b] = F.append_basic_block(b.name)
+        new = []
+        for b in P.blocks:
+            nb = vmap[b]
+            for inst in b.instructions:
+                c = inst.clone(vmap)
+                c.metadata = [(k, v) for k, v in c.metadata if k != "dbg"]
+                c.dbg_records = []
+                vmap[inst] = c
+                nb.append(c)
+                new.append(c)
+        for c in new:
+            for u in c.operand_uses:
+                mv = vmap.get(u.value)
+                if mv is not None:
+                    c.set_operand(u.index, mv)
+        self.vmap = vmap
+        self.pending = []
+        for b in self.cfg.rpo:
+            for inst in list(b.instructions):
+                self._inst(inst, vmap[inst])
+        for inst, lanes, shadow in self.pending:
+            for v, blk in inst.incoming:
+                vals = self.S(v, inst) if shadow else self.T(v)
+                for phi, x in zip(lanes, vals):
+                    phi.add_incoming(x, vmap[blk])
+
+    # ------------------------------------------------------------ lookups
+    def P_(self, v):
+        return self.vmap.get(v, v)
+
+    def T(self, v):
+        """The W tangent lanes of a (float-typed) primal value; zeros if inactive."""
+        got = self.tan.get(v)
+        if got is not None:
+            return got
+        if v.type.is_pointer:
+            return self.S(v, None)
+        return [zero(v.type) for _ in range(self.W)]
+
+    def S(self, v, where):
+        """The W shadow lanes of a pointer."""
+        got = self.sh.get(v)
+        if got is not None:
+            return got
+        if isinstance(v, (ConstantNull, Undef, Poison)):
+            return [v.clone() for _ in range(self.W)]
+        if v not in self.act.shadowed:
+            # inactive memory (a constant global, an enzyme_const pointer) is its own shadow
+            return [self.P_(v)] * self.W
+        raise ADError("a pointer that may carry derivatives has no shadow",
+                      location=self.ctx.err_loc(where) if where is not None else "?",
+                      hint="pass the pointer with enzyme_dup and a shadow")
+
+    def _next(self, A):
+        blk = A.parent
+        return blk.instructions[blk.index_of(A) + 1]
+
+    def _involved(self, inst):
+        act = self.act
+        return (any(a in act.active or a in act.shadowed for a in inst.args)
+                or inst in act.active or inst in act.shadowed)
+
+    # ------------------------------------------------------------ visitor
+    def _inst(self, inst, A):
+        act, e = self.act, self.e
+        if isinstance(inst, Invoke):
+            if not (inst.callee_name or "").startswith(IGNORED_INTRINSICS) \
+                    and self._involved(inst):
+                raise ADError("invoke (a call that may throw) with active arguments in a "
+                              "differentiated function is not supported yet",
+                              location=self.ctx.err_loc(inst),
+                              hint="mark the callee noexcept or build with -fno-exceptions")
+            return
+        if isinstance(inst, Ret):
+            if self.ret_pair:
+                e.at_before(A)
+                v = inst.value
+                agg = e.insertvalue(Undef(self.fn.return_type), A.value, [0])
+                lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
+                for k, x in enumerate(lanes):
+                    agg = e.insertvalue(agg, x, [1 + k])
+                A.set_operand(0, agg)
+            return
+        if isinstance(inst, (Br, Switch, Unreachable, ICmp, FCmp)):
+            return
+        if isinstance(inst, Call):
+            self._call(inst, A)
+            return
+        if isinstance(inst, Phi):
+            if inst in act.active or inst in act.shadowed:
+                shadow = inst in act.shadowed
+                lanes = []
+                after = A
+                for _ in range(self.W):
+                    p = Phi(T.ptr if shadow else inst.type)
+                    p.insert_after(after)
+                    after = p
+                    lanes.append(p)
+                (self.sh if shadow else self.tan)[inst] = lanes
+                self.pending.append((inst, lanes, shadow))
+            return
+        e.at_before(self._next(A))
+        if isinstance(inst, Store):
+            self._store(inst, A)
+            return
+        if isinstance(inst, Load):
+            p = inst.operand(0)
+            if p in act.shadowed:
+                if inst in act.shadowed or inst in act.active:
+                    lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
+                    (self.sh if inst.type.is_pointer else self.tan)[inst] = lanes
+                elif inst.type.is_int and any(isinstance(u, Store) and u.operand(0) is inst
+                                              and u.operand(1) in act.shadowed
+                                              for u in inst.users):
+                    # an integer-typed copy of memory that may hold floats: copy the shadow
+                    self.tan[inst] = [e.load(inst.type, s, inst.align)
+                                      for s in self.S(p, inst)]
+            return
+        if isinstance(inst, Alloca):
+            if inst in act.shadowed:
+                self._alloca(inst, A)
+            return
+        if inst in act.shadowed:
+            if isinstance(inst, (GEP, Cast)):
+                lanes = []
+                for s in self.S(inst.operand(0), inst):
+                    c = A.clone({})
+                    c.metadata, c.name = [], None
+                    c.set_operand(0, s)
+                    lanes.append(e.insert(c))
+                self.sh[inst] = lanes
+            elif isinstance(inst, Select):
+                self.sh[inst] = [e.select(A.operand(0), x, y) for x, y in
+                                 zip(self.S(inst.operand(1), inst), self.S(inst.operand(2), inst))]
+            else:
+                raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
+                              location=self.ctx.err_loc(inst))
+            return
+        if inst not in act.active:
+            return
+        ops = inst.operands
+        if isinstance(inst, (BinaryOp, UnaryOp)):
+            rule = (BINARY if isinstance(inst, BinaryOp) else UNARY).get(inst.opcode)
+            if rule is None:
+                raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                        location=self.ctx.err_loc(inst))
+            self.tan[inst] = self._apply(rule, inst, [self.P_(o) for o in ops], A, ops)
+        elif isinstance(inst, Cast):
+            if inst.opcode in ("fpext", "fptrunc", "bitcast") and floatish(ops[0].type):
+                self.tan[inst] = [e.cast(inst.opcode, t, inst.type) for t in self.T(ops[0])]
+            else:
+                raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
+                                        "active value", location=self.ctx.err_loc(inst))
+        elif isinstance(inst, Select):
+            self.tan[inst] = [e.select(A.operand(0), x, y)
+                              for x, y in zip(self.T(ops[1]), self.T(ops[2]))]
+        elif type(inst) in _DATA_OPS:
+            data = _DATA_OPS[type(inst)]
+            lanes = []
+            for k in range(self.W):
+                c = A.clone({})
+                c.metadata, c.name = [], None
+                for j in data:
+                    c.set_operand(j, self.T(ops[j])[k])
+                lanes.append(e.insert(c))
+            self.tan[inst] = lanes
+        else:
+            raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                    location=self.ctx.err_loc(inst))
+
+    def _apply(self, rule, inst, x, r, ops):
+        """Each lane's tangent from an adjoint table entry (rules.tangent)."""
+        act, out = self.act, []
+        tans = [self.T(o) if o in act.active else None for o in ops]
+        for k in range(self.W):
+            dx = [t[k] if t is not None else None for t in tans]
+            t = tangent(rule, self.e, x, r, dx)
+            out.append(t if t is not None else zero(inst.type))
+        return out
+
+    def _store(self, inst, A):
+        act, e = self.act, self.e
+        v, p = inst.operand(0), inst.operand(1)
+        if p in act.shadowed:
+            if v.type.is_pointer:
+                vals = self.S(v, inst)
+            elif floatish(v.type) or v in self.tan:
+                vals = self.T(v)
+            else:
+                return
+            for x, s in zip(vals, self.S(p, inst)):
+                e.store(x, s, inst.align)
+        elif v in act.active:
+            base = underlying_object(p)
+            if base.is_global and base.name in self.ctx.registry.inactive_globals:
+                return
+            raise ADError("an active value is stored into memory that has no shadow "
+                          "(a global, or an enzyme_const argument)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow, or mark the "
+                               "global inactive (__enzyme_inactive_global)")
+
+    def _memset0(self, p, n):
+        e = self.e
+        if n.type != T.i64:
+            n = e.cast("zext", n, T.i64)
+        memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+        e.call_fn(memset, [p, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
+
+    def _alloca(self, inst, A):
+        e, dl = self.e, self.ctx.module.datalayout
+        size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))
+        n = None
+        if inst.count is not None:
+            n = self.P_(inst.count)
+            n64 = n if n.type == T.i64 else e.cast("sext" if n.type.width < 64 else "trunc",
+                                                  n, T.i64)
+            size = e.binop("mul", n64, size)
+        lanes = []
+        for _ in range(self.W):
+            s = Alloca(inst.allocated_type, n, align=inst.align)
+            e.insert(s)
+            self._memset0(s, size)
+            lanes.append(s)
+        self.sh[inst] = lanes
+
+    # ------------------------------------------------------------ calls
+    def _call(self, inst, A):
+        act, e = self.act, self.e
+        name = inst.callee_name or ""
+        callee = inst.called_function
+        orig = self.ctx.fname(callee) if callee is not None else name
+        reg = self.ctx.registry
+        args = inst.args
+        if name.startswith(IGNORED_INTRINSICS):
+            return
+        nxt = self._next(A)
+        e.at_before(nxt)
+        if name in ALLOC_FUNCS:
+            if inst in act.shadowed:
+                self._alloc(inst, A, name)
+            return
+        if name in FREE_FUNCS:
+            if args and args[0] in act.shadowed:
+                free = e.declare("free", T.void, [T.ptr])
+                for s in self.S(args[0], inst):
+                    e.call_fn(free, [s])
+            return
+        mem = _mem_intrinsic(name)
+        if mem is not None:
+            if args[0] in act.shadowed:
+                dsts = self.S(args[0], inst)
+                for k in range(self.W):
+                    if mem != "memset" and args[1] in act.shadowed:
+                        c = A.clone({})
+                        c.metadata, c.name = [], None
+                        c.set_operand(0, dsts[k])
+                        c.set_operand(1, self.S(args[1], inst)[k])
+                        e.insert(c)
+                    else:
+                        self._memset0(dsts[k], self.P_(args[2]))
+            return
+        if not self._involved(inst):
+            return
+        if orig in reg.inactive_fns or name in INACTIVE_CALLS:
+            return
+        rule = reg.derivatives.get(orig)
+        if rule is not None:
+            self._custom(inst, A, rule)
+            return
+        found = reg.libm_for(orig)
+        if found is None and (callee is None or callee.is_declaration):
+            found = libm_rule(name)
+        if found is not None:
+            if inst in act.active:
+                self.tan[inst] = self._apply(found[1], inst, [self.P_(a) for a in args], A,
+                                             args)
+            return
+        if callee is not None and not callee.is_declaration and orig not in reg.gradients:
+            self._defined(inst, A, callee)
+            return
+        if callee is None:
+            raise NoDerivativeError("indirect call with active arguments cannot be "
+                                    "differentiated", location=self.ctx.err_loc(inst),
+                                    hint="call the function directly")
+        if orig in reg.gradients:
+            raise NoDerivativeError(
+                f"'{orig}' has a reverse-mode rule (__enzyme_register_gradient_{orig}) but "
+                "forward mode needs a forward one", location=self.ctx.err_loc(inst),
+                hint=f"register void *__enzyme_register_derivative_{orig}[2] = "
+                     f"{{(void*){orig}, (void*){orig}_fwd}};")
+        raise NoDerivativeError(
+            f"cannot differentiate call to external function '{name}': no definition and no "
+            "derivative rule", location=self.ctx.err_loc(inst),
+            hint=f"make the definition of '{name}' visible (same program / LTO), register a "
+                 f"forward derivative (__enzyme_register_derivative_{name}) or mark it "
+                 "inactive (__enzyme_inactivefn)")
+
+    def _alloc(self, inst, A, name):
+        e = self.e
+        a = A.args
+        calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
+        one = ConstantInt(T.i64, 1)
+        lanes = []
+        if name == "realloc":
+            realloc = e.declare("realloc", T.ptr, [T.ptr, T.i64])
+            olds = self.S(inst.args[0], inst) if inst.args[0] in self.act.shadowed \
+                else [ConstantNull(T.ptr)] * self.W
+            lanes = [e.call_fn(realloc, [o, a[1]]) for o in olds]
+        else:
+            if name == "calloc":
+                n, m = a[0], a[1]
+            elif name == "aligned_alloc":
+                n, m = a[1], one
+            else:
+                n, m = a[0], one
+            lanes = [e.call_fn(calloc, [n, m]) for _ in range(self.W)]
+        self.sh[inst] = lanes
+
+    def _custom(self, inst, A, rule):
+        e, m = self.e, self.ctx.module
+        fwd = m.get_function(rule.fns[1])
+        args = inst.args
+        lanes_out = []
+        for k in range(self.W):
+            call_args = []
+            for a in args:
+                call_args.append(self.P_(a))
+                if a.type.is_pointer:
+                    if a not in self.act.shadowed:
+                        raise ADError(f"the forward rule of '{rule.name}' needs a shadow for "
+                                      "every pointer argument; this one has none",
+                                      location=self.ctx.err_loc(inst))
+                    call_args.append(self.S(a, inst)[k])
+                elif floatish(a.type):
+                    call_args.append(self.T(a)[k])
+            params = fwd.function_type.params
+            if len(params) != len(call_args):
+                raise ADError(f"the forward rule '{fwd.name}' in {rule.where} takes "
+                              f"{len(params)} argument(s); EnzymePy passes {len(call_args)} "
+                              "(each float or pointer argument followed by its tangent)",
+                              location=self.ctx.err_loc(inst))
+            c = e.call_fn(fwd, [x if x.type == p or not (x.type.is_float and p.is_float)
+                                else e.cast("fpext" if p.width > x.type.width else "fptrunc",
+                                            x, p) for x, p in zip(call_args, params)])
+            lanes_out.append(c)
+        if inst in self.act.active:
+            rty = fwd.function_type.ret
+            if rty != inst.type:
+                raise ADError(f"the forward rule '{fwd.name}' returns {rty}; '{rule.name}' "
+                              f"returns {inst.type}", location=self.ctx.err_loc(inst))
+            self.tan[inst] = lanes_out
+
+    def _defined(self, inst, A, callee):
+        act, e = self.act, self.e
+        kinds = []
+        for a in inst.args:
+            if (a.type.is_pointer and a in act.shadowed) or (floatish(a.type)
+                                                             and a in act.active):
+                kinds.append("dup")
+            else:
+                kinds.append("const")
+        g = self.ctx.get(callee, kinds, self.W)
+        call_args = []
+        for a, k in zip(inst.args, kinds):
+            call_args.append(self.P_(a))
+            if k == "dup":
+                call_args.extend(self.S(a, inst) if a.type.is_pointer else self.T(a))
+        e.at_before(A)
+        c = e.call_fn(g.fn, call_args)
+        if g.ret_pair:
+            pv = e.extractvalue(c, [0])
+            lanes = [e.extractvalue(c, [1 + k]) for k in range(self.W)]
+            A.replace_all_uses_with(pv)
+            if inst in act.shadowed:
+                self.sh[inst] = lanes
+            elif inst in act.active:
+                self.tan[inst] = lanes
+            new = pv
+        else:
+            if not A.type.is_void:
+                A.replace_all_uses_with(c)
+            new = c
+        A.erase()
+        self.vmap[inst] = new
