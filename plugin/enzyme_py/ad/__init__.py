@@ -55,7 +55,7 @@ def _swap_module(module, new):
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
     from .. import llvm
     from ..ir import parse_module, print_module
-    from .callsite import find_sites, lower_forward, lower_site, parse_site
+    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
     from .custom import CallHooks
     from .forward import ForwardContext
     from .registry import Registry
@@ -137,13 +137,18 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     fctx.run()
     ctx.run()
     t3 = time.perf_counter()
+    replaced: dict = {}
     for s, g in plans:
+        refresh(s, replaced)
+        call = s.call
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":
             lower_site(s, g, module)
         else:
             lower_split(s, g, module)
+        if s.result is not None:
+            replaced[call] = s.result
     for c in list(clone_of.values()):
         if not c.uses:
             c.erase()

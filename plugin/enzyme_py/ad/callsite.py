@@ -71,6 +71,7 @@ class AutodiffSite:
     tape: object = None
     nofree: bool = False
     extras: list = field(default_factory=list)   # arguments after the function's ones
+    result: object = None                        # what replaced the call
 
 
 def location(call) -> str:
@@ -366,6 +367,20 @@ def _pack(e, site, values, module, loc):
     return None if rty.is_void else e.load(rty, buf)
 
 
+def refresh(site, replaced: dict) -> None:
+    """Follow earlier call sites' replacements (a tape returned by one lowered
+    ``__enzyme_augmentfwd`` and passed to a later ``__enzyme_reverse``)."""
+    def f(v):
+        return replaced.get(v, v)
+    for b in site.bindings:
+        b.value = f(b.value)
+        b.shadows = [f(x) for x in b.shadows]
+        if b.dupv is not None:
+            b.dupv = (f(b.dupv[0]), f(b.dupv[1]))
+    site.extras = [f(x) for x in site.extras]
+    site.tape = f(site.tape) if site.tape is not None else None
+
+
 def _finish(site, result):
     call = site.call
     if not call.type.is_void:
@@ -373,6 +388,7 @@ def _finish(site, result):
             from .emit import zero
             result = zero(call.type)
         call.replace_all_uses_with(result)
+        site.result = result
     if isinstance(call, Invoke):
         from ..ir.instructions import Br
         blk = call.parent
