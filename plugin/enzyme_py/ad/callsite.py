@@ -354,10 +354,10 @@ def _pack(e, site, values, module, loc):
     else:
         have = 0 if rty.is_void else dl.size_in_bytes(rty)
         if have < need:
-            what = f"{site.width} lanes of " if site.width > 1 else ""
+            what = f" (enzyme_width {site.width})" if site.width > 1 else ""
             raise CallSiteError(f"width mismatch: {call.callee_name} returns {rty} "
-                                f"({have} bytes) but the call produces {what}{len(values)} "
-                                f"value(s) ({need} bytes)", location=loc,
+                                f"({have} bytes) but the call produces {len(values)} "
+                                f"value(s){what} ({need} bytes)", location=loc,
                                 hint="declare the entry point to return a struct with one "
                                      "field per value (e.g. struct { double d[N]; })")
         buf = Alloca(T.ArrayType(T.i8, max(need, have)), align=16)

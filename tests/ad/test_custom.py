@@ -1,0 +1,78 @@
+"""Custom derivatives and inactive markers through enzyme-cc: registered rules are
+called (counters), function_like gives a libm rule, and each inactive mechanism
+contributes no derivative."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from helpers import build_and_run, parse_values
+
+CUSTOM = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static int n_aug, n_rev, n_fwd;
+
+/* reverse rule for an external-looking function (only declared to the AD: noinline) */
+__attribute__((noinline)) double cube(double x) { return x * x * x; }
+typedef struct { void *tape; double r; } cube_aug_t;
+typedef struct { double dx; } cube_rev_t;
+cube_aug_t cube_aug(double x) { cube_aug_t a = {0, x * x * x}; n_aug++; return a; }
+cube_rev_t cube_rev(double x, double d, void *tape) { cube_rev_t r = {3 * x * x * d}; (void)tape; n_rev++; return r; }
+void *__enzyme_register_gradient_cube[3] = {(void *)cube, (void *)cube_aug, (void *)cube_rev};
+/* forward rule */
+double cube_fwd(double x, double dx) { n_fwd++; return 3 * x * x * dx; }
+void *__enzyme_register_derivative_cube[2] = {(void *)cube, (void *)cube_fwd};
+
+/* function_like: treated as log1p */
+__attribute__((noinline)) double mylog1p(double x) { return log(1 + x); }
+void *__enzyme_function_like[2] = {(void *)mylog1p, (void *)"log1p"};
+
+double f(double x) { return cube(x) * 2.0 + mylog1p(x * x); }
+
+/* inactive mechanisms: each term below must contribute nothing */
+__attribute__((noinline)) double by_list(double x) { return x * x; }
+void *__enzyme_inactivefn[] = {(void *)by_list};
+__attribute__((noinline, annotate("enzyme_inactive"))) double by_attr(double x) { return sin(x); }
+double scratch, scratch2 __attribute__((annotate("enzyme_inactive")));
+void *__enzyme_inactive_global[] = {(void *)&scratch};
+double h(double x) {
+  /* active values stored into inactive globals (a log): no shadow needed, no error */
+  scratch = x * 3.0;
+  scratch2 = x * 4.0;
+  return x + by_list(x) + by_attr(x);
+}
+
+int main(void) {
+  double x = 0.7;
+  double r = __enzyme_autodiff((void *)f, x);
+  printf("rev %.17g %d %d\n", r, n_aug, n_rev);
+  double t = __enzyme_fwddiff((void *)f, enzyme_dup, x, 1.0);
+  printf("fwd %.17g %d\n", t, n_fwd);
+  printf("inactive %.17g %.17g\n", __enzyme_autodiff((void *)h, x),
+         __enzyme_fwddiff((void *)h, enzyme_dup, x, 1.0));
+  printf("globals %.17g %.17g\n", scratch, scratch2);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_custom_rules_are_called_and_inactive_contributes_nothing(tmp_path, opt):
+    out = build_and_run(tmp_path, CUSTOM, opt)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    x = 0.7
+    want = 6 * x * x + 2 * x / (1 + x * x)
+    assert v["rev"][1:] == [1, 1]          # augmented forward and reverse called once each
+    assert math.isclose(v["rev"][0], want, rel_tol=1e-12)
+    assert v["fwd"][1] == 1
+    assert math.isclose(v["fwd"][0], want, rel_tol=1e-12)
+    assert v["inactive"] == [1.0, 1.0]
+    assert v["globals"] == [x * 3.0, x * 4.0]

@@ -1,0 +1,59 @@
+"""Misuse of the Enzyme API is a compile error naming the call site (or the global)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import enzyme_cc
+
+HEAD = """#include <math.h>
+int enzyme_dup, enzyme_const, enzyme_width, enzyme_allocated, enzyme_tape, enzyme_bogus;
+typedef struct { double d[2]; } D2;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+D2 __enzyme_fwddiff2(void *, ...);
+void *__enzyme_augmentfwd(void *, ...);
+double sq(double x) { return x * x; }
+double sum(double *x) { double s = 0; for (int i = 0; i < 3; i++) s += x[i] * x[i]; return s; }
+double two(double *x) { return x[0] * x[1]; }
+"""
+
+CASES = {
+    "unknown_marker": ("int main(void) { return (int)__enzyme_autodiff((void *)sq, enzyme_bogus, 1.0); }",
+                       r"illegal enzyme metadata classification 'enzyme_bogus'"),
+    "width_mismatch": ("int main(void) { double x[2] = {1, 2}, a[2], b[2];\n"
+                       "  return (int)__enzyme_fwddiff((void *)two, enzyme_width, 2, enzyme_dup, x, a, b); }",
+                       r"width mismatch"),
+    "width_missing_lane": ("int main(void) { double x[2] = {1, 2}, a[2];\n"
+                           "  D2 d = __enzyme_fwddiff2((void *)two, enzyme_width, 2, enzyme_dup, x, a); return (int)d.d[0]; }",
+                           r"missing argument shadow.*width mismatch|missing argument shadow"),
+    "rule_length": ("void *__enzyme_register_gradient_sq[2] = {(void *)sq, (void *)sq};\n"
+                    "int main(void) { return (int)__enzyme_autodiff((void *)sq, 1.0); }",
+                    r"__enzyme_register_gradient_sq' must be an array of 3 functions"),
+    "tape_too_small": ("int main(void) { char buf[16]; double x[2] = {1, 2}, d[2];\n"
+                       "  __enzyme_augmentfwd((void *)two, enzyme_allocated, 16, enzyme_tape, buf, enzyme_dup, x, d);\n"
+                       "  return 0; }",
+                       r"tape too small: enzyme_allocated 16 bytes"),
+    "tape_not_static": ("int main(void) { char buf[512]; double x[3] = {1, 2, 3}, d[3];\n"
+                        "  __enzyme_augmentfwd((void *)sum, enzyme_allocated, 512, enzyme_tape, buf, enzyme_dup, x, d);\n"
+                        "  return 0; }",
+                        r"no size known at compile time"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_misuse_is_a_compile_error_at_the_call_site(tmp_path, name):
+    body, pattern = CASES[name]
+    src = Path(tmp_path) / "bad.c"
+    src.write_text(HEAD + body + "\n")
+    r = enzyme_cc(["-g", "-O0", str(src), "-o", str(Path(tmp_path) / "bad"), "-lm"], tmp_path)
+    assert r.returncode != 0
+    assert re.search(pattern, r.stderr), r.stderr
+    assert "error:" in r.stderr and "Traceback" not in r.stderr
+    if name != "rule_length":   # the rule array is named instead of a call site
+        assert re.search(r"bad\.c:1[1-3]", r.stderr), r.stderr
+    else:
+        assert "__enzyme_register_gradient_sq" in r.stderr
