@@ -83,7 +83,10 @@ find_path(EnzymePy_INCLUDE_DIR enzyme.h
   NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
 mark_as_advanced(EnzymePy_INCLUDE_DIR)
 
-set(_enzymepy_bin_hints "${_enzymepy_up3}/bin")
+set(_enzymepy_bin_hints "")
+if(CMAKE_CURRENT_LIST_DIR MATCHES "/lib/cmake/EnzymePy$")
+  list(APPEND _enzymepy_bin_hints "${_enzymepy_up3}/bin")   # a prefix install
+endif()
 if(CMAKE_CURRENT_LIST_DIR MATCHES "/enzyme_py/share/cmake/EnzymePy$")
   # Inside the Python package: the scripts are in the environment's bin/.
   list(APPEND _enzymepy_bin_hints

@@ -30,7 +30,12 @@ foreach(_enzymepy_tc IN ITEMS CC CXX)
     # Installed beside this file (<prefix>/lib/cmake/EnzymePy, or inside the
     # Python package at <env>/lib/pythonX.Y/site-packages/enzyme_py/share/
     # cmake/EnzymePy with the scripts in <env>/bin), else on PATH.
-    set(_enzymepy_tc_hints "${_enzymepy_tc_prefix}/bin")
+    # (In a source checkout, toolchain/EnzymePy.cmake, there is no prefix:
+    # only PATH.)
+    set(_enzymepy_tc_hints "")
+    if(CMAKE_CURRENT_LIST_DIR MATCHES "/lib/cmake/EnzymePy$")
+      list(APPEND _enzymepy_tc_hints "${_enzymepy_tc_prefix}/bin")
+    endif()
     if(CMAKE_CURRENT_LIST_DIR MATCHES "/enzyme_py/share/cmake/EnzymePy$")
       list(APPEND _enzymepy_tc_hints "${_enzymepy_tc_prefix}/../../../../bin"
                                      "${_enzymepy_tc_prefix}/../../../bin")
