@@ -396,6 +396,12 @@ class ReverseGen:
                 self.mem_kind = getattr(self, "mem_kind", {})
                 self.mem_kind[inst] = kind
                 if kind == "ptr":
+                    if mem != "memset" and args[1] not in act.shadowed:
+                        raise ADError(
+                            "memcpy of pointers from memory without a shadow into memory "
+                            "that has one", location=self.ctx.err_loc(inst),
+                            hint="pass the source with enzyme_dup, or copy the data the "
+                                 "pointers point to instead")
                     c = A.clone({})
                     c.set_operand(0, self._sh_aug(args[0], inst))
                     if mem != "memset":
@@ -750,6 +756,12 @@ class ReverseGen:
             if n.type != T.i64:
                 n = e.cast("zext", n, T.i64)
             if mem == "memset":
+                memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+                e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
+                                   ConstantInt(T.i1, 0)])
+            elif args[1] not in act.shadowed:
+                # Copied from memory without a shadow (constant data): the
+                # destination's adjoint goes nowhere, it is only consumed.
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
                 e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
                                    ConstantInt(T.i1, 0)])
