@@ -6,7 +6,9 @@
  *
  * You may instead declare the entry points and markers yourself, as Enzyme's
  * documentation does: entry points are recognised by name prefix, so
- * `double __enzyme_autodiff_xy(void *, double, double);` works too.
+ * `double __enzyme_autodiff_xy(void *, double, double);` works too (use one
+ * suffix per prototype, and exact prototypes for float arguments: `...`
+ * promotes float to double).
  */
 #ifndef ENZYME_PY_ENZYME_H
 #define ENZYME_PY_ENZYME_H
@@ -15,25 +17,105 @@
 extern "C" {
 #endif
 
-/* Activity markers: pass the marker's value right before the argument it
+/* ---------------------------------------------------------------------------
+ * Argument markers: pass the marker's value right before the argument it
  * describes.  The AD pass reads them; a program that only includes this header
- * gets weak definitions, so there is nothing else to define. */
-__attribute__((weak)) int enzyme_dup;        /* enzyme_dup, x, dx: x has shadow dx (+= into dx) */
-__attribute__((weak)) int enzyme_dupnoneed;  /* as enzyme_dup; the primal result is not needed */
-__attribute__((weak)) int enzyme_const;      /* enzyme_const, n: n is inactive */
-__attribute__((weak)) int enzyme_out;        /* enzyme_out, x: active by-value float, derivative returned */
+ * gets weak definitions, so there is nothing else to define.  Defaults without
+ * a marker: pointers are duplicated (a shadow follows), integers are constant,
+ * floats are enzyme_out in reverse mode and duplicated (a tangent follows) in
+ * forward mode.  Any other enzyme_* name is an error.
+ * ------------------------------------------------------------------------- */
 
-/* Reverse mode.  Example:
+/* x has shadow dx (reverse: derivatives are added into dx; forward: dx is the tangent).
+ *   __enzyme_autodiff((void *)f, enzyme_dup, x, dx);  __enzyme_fwddiff((void *)g, enzyme_dup, 2.0, 1.0); */
+__attribute__((weak)) int enzyme_dup;
+/* as enzyme_dup; the primal output need not be computed.
+ *   __enzyme_fwddiff((void *)h, enzyme_dup, x, v, enzyme_dupnoneed, y, dy); */
+__attribute__((weak)) int enzyme_dupnoneed;
+/* the argument is inactive.   __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, n); */
+__attribute__((weak)) int enzyme_const;
+/* active by-value float (reverse mode), its derivative is returned.
+ *   double dx = __enzyme_autodiff((void *)sq, enzyme_out, 3.0); */
+__attribute__((weak)) int enzyme_out;
+/* vector forward mode: N tangents per duplicated argument, N tangents returned.
+ *   D4 t = __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dup, x, v0, v1, v2, v3); */
+__attribute__((weak)) int enzyme_width;
+/* vector mode, the N shadows as one pointer and a byte stride (shadow k = dxs + k*stride).
+ *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, x, dirs, (long)sizeof dirs[0]); */
+__attribute__((weak)) int enzyme_dupv;
+/* as enzyme_dupv; the primal output need not be computed.
+ *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dup, x, v, 24L, enzyme_dupnoneedv, y, dy, 24L); */
+__attribute__((weak)) int enzyme_dupnoneedv;
+/* split mode: the tape lives in caller memory of N bytes (a compile-time constant), with enzyme_tape.
+ *   __enzyme_augmentfwd((void *)f, enzyme_allocated, 256, enzyme_tape, buf, enzyme_dup, x, dx); */
+__attribute__((weak)) int enzyme_allocated;
+/* split mode: the tape to use.   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, enzyme_tape, t); */
+__attribute__((weak)) int enzyme_tape;
+/* split mode: __enzyme_reverse does not free the tape.
+ *   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, enzyme_nofree, t); */
+__attribute__((weak)) int enzyme_nofree;
+
+/* Return markers (anywhere among the arguments). */
+/* also return the primal result (reverse: after the derivatives; forward: before the tangent).
+ *   struct { double y, t; } r = __enzyme_fwddiff_p((void *)f, enzyme_primal_return, enzyme_dup, x, 1.0); */
+__attribute__((weak)) int enzyme_primal_return;
+/* return nothing about the result.   __enzyme_fwddiff_v((void *)f, enzyme_noret, enzyme_dup, x, dx); */
+__attribute__((weak)) int enzyme_noret;
+/* the result is inactive (reverse: no seed; forward: the primal is returned).
+ *   __enzyme_autodiff((void *)f, enzyme_const_return, enzyme_dup, x, dx); */
+__attribute__((weak)) int enzyme_const_return;
+/* the (float) result is active: the default.   __enzyme_autodiff((void *)f, enzyme_active_return, x); */
+__attribute__((weak)) int enzyme_active_return;
+/* the result is duplicated (forward: its tangent is returned): the default in forward mode.
+ *   double t = __enzyme_fwddiff((void *)f, enzyme_dup_return, enzyme_dup, x, 1.0); */
+__attribute__((weak)) int enzyme_dup_return;
+
+/* ---------------------------------------------------------------------------
+ * Entry points
+ * ------------------------------------------------------------------------- */
+
+/* Reverse mode: returns the derivatives of the enzyme_out arguments (one: that
+ * value; several: a struct of them in argument order) and adds into dup shadows.
  *   double f(double x) { return x * x; }
- *   double df = __enzyme_autodiff((void *)f, 3.0);          // 6.0
- *   __enzyme_autodiff((void *)g, enzyme_dup, x, dx, enzyme_const, n);
- */
+ *   double df = __enzyme_autodiff((void *)f, 3.0);          // 6.0 */
 double __enzyme_autodiff(void *fn, ...);
 
-/* Forward mode.  Example:
- *   double t = __enzyme_fwddiff((void *)f, enzyme_dup, 3.0, 1.0);  // 6.0
- */
+/* Forward mode: returns the tangent of fn's result.
+ *   double t = __enzyme_fwddiff((void *)f, enzyme_dup, 3.0, 1.0);  // 6.0 */
 double __enzyme_fwddiff(void *fn, ...);
+
+/* Split mode, forward half: runs fn, returns the tape (declare it to return
+ * struct { void *tape; double result; } to get the result as well).
+ *   void *tape = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx); */
+void *__enzyme_augmentfwd(void *fn, ...);
+
+/* Split mode, reverse half: fn's arguments, the differential of a float result,
+ * then the tape (freed unless enzyme_nofree / enzyme_allocated).
+ *   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, tape); */
+void __enzyme_reverse(void *fn, ...);
+
+/* Split mode: bytes to allocate for enzyme_allocated (tapes of fixed size only).
+ *   long n = __enzyme_augmentsize((void *)f, enzyme_dup, x, dx); */
+long __enzyme_augmentsize(void *fn, ...);
+
+/* ---------------------------------------------------------------------------
+ * Registration globals (define them in a file built with enzyme-cc)
+ * ------------------------------------------------------------------------- */
+
+/* Custom reverse rule: aug(args, each pointer followed by its shadow) returns
+ * {void *tape, result} (just the tape when f returns void); rev(args, shadows,
+ * d result if a float, tape) returns a struct of the float arguments' derivatives.
+ *   void *__enzyme_register_gradient_f[3] = {(void *)f, (void *)f_aug, (void *)f_rev};
+ * Custom forward rule: fwd(each float/pointer argument followed by its tangent) returns the tangent.
+ *   void *__enzyme_register_derivative_f[2] = {(void *)f, (void *)f_fwd};
+ * Split-forward rule (checked; used by __enzyme_fwdsplit, which EnzymePy does not support).
+ *   void *__enzyme_register_splitderivative_f[3] = {(void *)f, (void *)f_aug, (void *)f_fwd};
+ * Give f the derivative of a libm function:
+ *   void *__enzyme_function_like[2] = {(void *)mylog1p, (void *)"log1p"};
+ * Inactive functions (calls carry no derivative) and globals (stores of active values are allowed and dropped):
+ *   void *__enzyme_inactivefn[] = {(void *)logger};
+ *   void *__enzyme_inactive_global[] = {(void *)&counter};
+ *   __attribute__((annotate("enzyme_inactive"))) double logger(double);   (functions and globals) */
 
 #ifdef __cplusplus
 }
