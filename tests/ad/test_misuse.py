@@ -19,6 +19,7 @@ void *__enzyme_augmentfwd(void *, ...);
 double sq(double x) { return x * x; }
 double sum(double *x) { double s = 0; for (int i = 0; i < 3; i++) s += x[i] * x[i]; return s; }
 double two(double *x) { return x[0] * x[1]; }
+double rsum(double *x, int n) { return n ? x[0] * x[0] + rsum(x + 1, n - 1) : 0; }
 """
 
 CASES = {
@@ -38,7 +39,7 @@ CASES = {
                        "  return 0; }",
                        r"tape too small: enzyme_allocated 16 bytes"),
     "tape_not_static": ("int main(void) { char buf[512]; double x[3] = {1, 2, 3}, d[3];\n"
-                        "  __enzyme_augmentfwd((void *)sum, enzyme_allocated, 512, enzyme_tape, buf, enzyme_dup, x, d);\n"
+                        "  __enzyme_augmentfwd((void *)rsum, enzyme_allocated, 512, enzyme_tape, buf, enzyme_dup, x, d, 3);\n"
                         "  return 0; }",
                         r"no size known at compile time"),
 }

@@ -132,7 +132,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         from ..analysis.activity import floatish
         ret_active = (floatish(primal.return_type) and primal.return_type.is_float
                       and "enzyme_const_return" not in s.ret_markers)
-        plans.append((s, ctx.get(primal, kinds, ret_active)))
+        plans.append((s, ctx.get(primal, kinds, ret_active, stable_args=s.mode == "reverse")))
     t2 = time.perf_counter()
     fctx.run()
     ctx.run()

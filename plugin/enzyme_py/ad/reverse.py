@@ -4,30 +4,36 @@
     diffe_P(args..., shadows..., [dret], tape) -> {adjoints}   (reverse sweep)
 
 The forward sweep is P with shadow computations (shadow GEPs, shadow
-allocations, shadow pointer stores) and, at the end of every block, one push
-onto the tape of the values that block's reverse needs and cannot recompute
-(plus, for a block with several predecessors, which predecessor ran).  Values
-defined once (outside loops, dominating the exit) are pushed once, at the exit.
-The reverse sweep visits blocks in reverse, pops, recomputes cheap pure
-values, accumulates adjoints (in allocas that mem2reg promotes) and replays
-the control flow from the popped predecessor indices.  Calls to defined
-functions use the callee's augmented/reverse pair on the same tape (LIFO), so
-recursion needs nothing special.
+allocations, shadow pointer stores), an iteration counter per loop, and a store
+of every value the reverse sweep needs and can neither recompute (pure
+instructions, loop induction variables, loads the overwrite analysis proves
+unchanged) nor find elsewhere.  Those values live per loop iteration in buffers
+sized from the trip count (grown for while loops) or, outside loops, in a
+fixed-size frame (see ``cache.py``).  The reverse sweep visits blocks in
+reverse, recomputes, accumulates adjoints (in allocas that mem2reg promotes) and
+replays the control flow: loop headers by their counters, other merges from
+cached predecessor indices.  The frame is pushed on the tape (a LIFO stack)
+when the augmented function returns and popped on entry to the reverse one;
+calls to defined functions use the callee's augmented/reverse pair on the same
+tape, so recursion needs nothing special.
 """
 
 from __future__ import annotations
 
 from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish
-from ..analysis.cfg import CFG, dominators, find_loops
+from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
+from ..analysis.overwrite import Overwrite
 from ..ir import types as T
 from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
                                FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
                                Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
                                Unreachable)
-from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef
+from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
+from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
 from .emit import Emitter, Lazy, zero
 from .errors import ADError, NoDerivativeError, inst_location
-from .rules import BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule
+from .rules import (BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule,
+                    reduction_rule)
 from .runtime import runtime_function
 
 _PURE = (BinaryOp, UnaryOp, Cast, GEP, ICmp, FCmp, Select, ExtractValue, InsertValue,
@@ -93,11 +99,14 @@ class Context:
         self._attr_groups[key] = f"#{n}"
         return f"#{n}"
 
-    def get(self, fn, kinds, ret_active):
-        key = (fn, tuple(kinds), ret_active)
+    def get(self, fn, kinds, ret_active, stable_args=False):
+        """``stable_args``: the caller keeps the memory behind the arguments unchanged
+        until the reverse function has run (an ``__enzyme_autodiff`` call site), so
+        loads from it may be recomputed in the reverse sweep."""
+        key = (fn, tuple(kinds), ret_active, stable_args)
         g = self.gens.get(key)
         if g is None:
-            g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active)
+            g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
             self.queue.append(g)
         return g
 
@@ -137,8 +146,9 @@ def unify_returns(fn):
 
 
 class ReverseGen:
-    def __init__(self, ctx: Context, primal, kinds, ret_active):
+    def __init__(self, ctx: Context, primal, kinds, ret_active, stable_args=False):
         self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
+        self.stable_args = stable_args
         m = ctx.module
         aug_params, rev_params = [], []
         for a, k in zip(primal.args, kinds):
@@ -168,9 +178,7 @@ class ReverseGen:
         if id(P) not in _prepared:
             _prepared.add(id(P))
             unify_returns(P)
-        self.cfg = CFG(P)
-        self.dom = dominators(self.cfg)
-        self.loops = find_loops(self.cfg, self.dom)
+        self._analyse_cfg()
         hooks = self.ctx.hooks
         self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else ())
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
@@ -182,6 +190,23 @@ class ReverseGen:
         self._build_rev()
         self._finalize()
 
+    def _analyse_cfg(self):
+        P = self.P
+        self.cfg = CFG(P)
+        self.dom = dominators(self.cfg)
+        self.loops = find_loops(self.cfg, self.dom)
+        if ensure_preheaders(P, self.cfg, self.loops):
+            self.cfg = CFG(P)
+            self.dom = dominators(self.cfg)
+            self.loops = find_loops(self.cfg, self.dom)
+        if not is_reducible(self.cfg, self.dom):
+            raise ADError(f"'{self.ctx.fname(P)}' has irreducible control flow (a cycle with "
+                          "several entries); not supported",
+                          hint="restructure the goto-based loop")
+        self.ow = Overwrite(P, self.cfg, self.stable_args,
+                            pure=lambda n: libm_rule(n) is not None
+                            or reduction_rule(n) is not None)
+
     def _arg_maps(self, fn, with_tape=True):
         prim, shad, i = {}, {}, 0
         for a, k in zip(self.P.args, self.kinds):
@@ -191,11 +216,6 @@ class ReverseGen:
                 shad[a] = fn.args[i]
                 i += 1
         return prim, shad, i
-
-    def _once(self, v) -> bool:
-        b = v.parent
-        return (self.exit is not None and not self.loops.in_loop(b)
-                and self.dom.dominates(b, self.exit))
 
     # ------------------------------------------------------------- forward
     def _build_aug(self):
@@ -274,6 +294,47 @@ class ReverseGen:
                         k = preds.index(src) if src is not None else 0
                         phi.add_incoming(ConstantInt(T.i64, k), pb)
                 self.pred_phi[b] = phi
+        self._aug_loop_counters()
+        self._stack_shadows()
+
+    def _aug_loop_counters(self):
+        """An i64 counter per loop, 0 on entry, +1 per iteration (header executions)."""
+        vmap = self.vmap
+        self.aiv = {}
+        for lp in self.loops.loops:
+            h = vmap[lp.header]
+            iv = Phi(T.i64)
+            h.insert(0, iv)
+            nxt = BinaryOp("add", iv, ConstantInt(T.i64, 1), flags=("nuw", "nsw"))
+            nxt.insert_before(h.first_non_phi)
+            for p in self.cfg.preds[lp.header]:
+                iv.add_incoming(nxt if p in lp.blocks else ConstantInt(T.i64, 0), vmap[p])
+            self.aiv[lp] = iv
+
+    def _stack_shadows(self):
+        """Shadows of allocas outside loops that the forward sweep never touches (only
+        adjoints go there, in the reverse sweep) become allocas of the reverse function."""
+        self.stack_shadow = {}
+        self.stack_shadow_src = []
+        for b in self.cfg.rpo:
+            if self.loops.in_loop(b):
+                continue
+            for inst in b.instructions:
+                if not isinstance(inst, Alloca) or inst not in self.act.shadowed:
+                    continue
+                if inst.count is not None and not isinstance(inst.count, ConstantInt):
+                    continue
+                S = self.sh_aug.get(inst)
+                web = _dead_pointer_web(S)
+                if web is None:
+                    continue
+                for x in web:
+                    x.drop_all_references()
+                for x in web:
+                    x.remove_from_parent()
+                for k in [k for k, v in self.sh_aug.items() if v in web]:
+                    del self.sh_aug[k]
+                self.stack_shadow_src.append(inst)
 
     def _rt(self, name, ty=None):
         return runtime_function(self.ctx.module, name, ty)
@@ -443,7 +504,7 @@ class ReverseGen:
             self.vmap[inst] = c
             self.replaced_calls[inst] = g
             return
-        if libm_rule(name) is not None:
+        if libm_rule(name) is not None or reduction_rule(name) is not None:
             return
         if name in INACTIVE_CALLS:
             return
@@ -489,8 +550,8 @@ class ReverseGen:
         self.rret = R.append_basic_block("rev.return")
         self.slots = {}
         self.memo = {}
-        self.batches = {}
         self.dphi = {}
+        self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
             e.at_end(self.rbody[b])
             self.cur = b
@@ -533,15 +594,106 @@ class ReverseGen:
         e.store(e.add(t, x), s)
 
     # values in the reverse sweep
-    def _cached(self, key, aug_value, ty, batch):
-        k = (key, batch)
+    def _rev_cache_setup(self):
+        dl = self.ctx.module.datalayout
+        self.cache = CacheLayout(dl)
+        self.placeholders = []    # (load in the reverse function, Slot)
+        self.enter_points = []    # (loop, edge block): the reverse sweep enters the loop
+        self.leave_points = []    # (loop, edge block): ... and leaves it (free its buffer)
+        self.rc, self.rbuf = {}, {}
+        for lp in self.loops.loops:
+            self.rc[lp] = Alloca(T.i64)
+            self.rentry.insert(0, self.rc[lp])
+            self.rbuf[lp] = Alloca(T.ptr)
+            self.rentry.insert(0, self.rbuf[lp])
+        e = self.e
+        for inst in self.stack_shadow_src:
+            a = Alloca(inst.allocated_type, inst.count.clone() if inst.count is not None
+                       else None, align=max(inst.align or 1, 16))
+            self.rentry.insert(0, a)
+            n = dl.size_in_bytes(inst.allocated_type) * (inst.count.value
+                                                         if inst.count is not None else 1)
+            e.at_end(self.rentry)
+            memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+            e.call_fn(memset, [a, ConstantInt(T.i8, 0), ConstantInt(T.i64, n),
+                               ConstantInt(T.i1, 0)])
+            self.stack_shadow[inst] = a
+
+    def _level(self, def_block, use_block):
+        """The innermost loop containing both blocks (None: the frame)."""
+        lp = self.loops.loop_of(def_block)
+        while lp is not None and use_block not in lp.blocks:
+            lp = lp.parent
+        return lp
+
+    def _cached(self, key, aug_value, ty, def_block, b, here=False):
+        """A load, in the reverse of block ``b``, of a value the forward sweep stores
+        when it computes it (``aug_value``, in ``def_block``).  The address is filled
+        in by ``_finalize``; ``here``: at the emitter's position instead of the top of
+        ``b``'s reverse."""
+        level = self._level(def_block, b)
+        mk = ("c", key, b)
+        if not here:
+            v = self.memo.get(mk)
+            if v is not None:
+                return v
+        slot = self.cache.slot(key, level, ty, aug_value)
+        ld = Load(ty, ConstantNull(T.ptr), align=8)
+        if here:
+            self.e.insert(ld)
+        else:
+            self.rpop[b].append(ld)
+            self.memo[mk] = ld
+        self.placeholders.append((ld, slot))
+        return ld
+
+    def _rc(self, lp, b):
+        """The reverse sweep's iteration number of loop ``lp`` in the reverse of ``b``."""
+        k = ("rc", lp, b)
         v = self.memo.get(k)
         if v is None:
-            v = Load(ty, ConstantNull(T.ptr))
-            self.rpop[batch].append(v)
-            self.batches.setdefault(batch, []).append((aug_value, v))
-            self.memo[k] = v
+            v = self.memo[k] = Load(T.i64, self.rc[lp])
+            self.rpop[b].append(v)
         return v
+
+    def _induction(self, phi, b, base):
+        """``start + k * step`` for an induction phi of a loop containing ``b`` (k: the
+        iteration number), with ``base(start)`` mapping the start value (primal or
+        shadow); None when ``phi`` is not one."""
+        lp = self.loops.loop_of(phi.parent)
+        if lp is None or lp.header is not phi.parent or b not in lp.blocks \
+                or len(lp.latches) != 1 or lp.preheader is None or len(phi.incoming) != 2:
+            return None
+        start = phi.incoming_for(lp.preheader)
+        nxt = phi.incoming_for(lp.latches[0])
+        if start is None or nxt is None:
+            return None
+
+        def invariant(v):
+            return not (v.is_instruction and v.parent in lp.blocks)
+
+        if isinstance(nxt, BinaryOp) and nxt.opcode == "add" and nxt.operand(0) is phi \
+                and phi.type.is_int and invariant(nxt.operand(1)):
+            step = nxt.operand(1)
+            kind = "int"
+        elif isinstance(nxt, GEP) and nxt.operand(0) is phi and len(nxt.indices) == 1 \
+                and invariant(nxt.indices[0]) and not phi.type.is_vector:
+            step = nxt.indices[0]
+            kind = "gep"
+        else:
+            return None
+        k = self._rc(lp, b)
+        blk = self.rhead[b]
+        ity = step.type
+        if ity.width < 64:
+            k = blk.append(Cast("trunc", k, ity))
+        elif ity.width > 64:
+            k = blk.append(Cast("zext", k, ity))
+        off = blk.append(BinaryOp("mul", k, self.primal(step, b)))
+        s0 = base(start)
+        if kind == "int":
+            return blk.append(BinaryOp("add", s0, off))
+        return blk.append(GEP(nxt.source_type, s0, [off]))
 
     def primal(self, v, b):
         if _is_const(v):
@@ -554,17 +706,27 @@ class ReverseGen:
         got = self.memo.get(key)
         if got is not None:
             return got
-        if isinstance(v, _PURE) and not (v.type.is_pointer and False):
+        if isinstance(v, _PURE):
             c = v.clone({})
             c.metadata, c.name = [], None
             for u in c.operand_uses:
-                c.set_operand(u.index, self.primal(u.value, b))
+                # poison lanes become zeros: the adjoint of a lane nobody uses is 0, and
+                # 0 * poison would be poison
+                c.set_operand(u.index, _defined(self.primal(u.value, b)))
             self.rhead[b].append(c)
             self.memo[key] = c
             return c
-        batch = self.exit if self._once(v) else b
-        aug_v = self.vmap[v]
-        got = self._cached(("p", v), aug_v, v.type, batch)
+        if isinstance(v, Phi):
+            got = self._induction(v, b, lambda s: self.primal(s, b))
+            if got is not None:
+                self.memo[key] = got
+                return got
+        if isinstance(v, Load) and self.ow.can_recompute(v):
+            c = Load(v.type, self.primal(v.operand(0), b), align=v.align)
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        got = self._cached(("p", v), self.vmap[v], v.type, v.parent, b)
         self.memo[key] = got
         return got
 
@@ -582,6 +744,13 @@ class ReverseGen:
         got = self.memo.get(key)
         if got is not None:
             return got
+        if p in self.stack_shadow:
+            return self.stack_shadow[p]
+        if isinstance(p, Phi):
+            got = self._induction(p, b, lambda s: self.shadow(s, b))
+            if got is not None:
+                self.memo[key] = got
+                return got
         if isinstance(p, (GEP, Cast)):
             c = p.clone({})
             c.metadata, c.name = [], None
@@ -591,8 +760,7 @@ class ReverseGen:
             self.rhead[b].append(c)
             self.memo[key] = c
             return c
-        batch = self.exit if self._once(p) else b
-        got = self._cached(("s", p), self.sh_aug[p], T.ptr, batch)
+        got = self._cached(("s", p), self.sh_aug[p], T.ptr, p.parent, b)
         self.memo[key] = got
         return got
 
@@ -630,7 +798,7 @@ class ReverseGen:
                 e.store(e.add(t, d), sp, inst.align)
             return
         if isinstance(inst, Alloca):
-            if inst in act.shadowed:
+            if inst in act.shadowed and inst not in self.stack_shadow:
                 e.call_fn(self._rt("__enzyme_py_shadow_free"), [self.shadow(inst, b)])
             return
         if isinstance(inst, Call):
@@ -788,7 +956,7 @@ class ReverseGen:
             return
         if inst not in act.active:
             return
-        found = libm_rule(name)
+        found = libm_rule(name) or reduction_rule(name)
         if found is None:
             return  # inactive known call (printf...) checked in the forward sweep
         base, rule = found
@@ -806,6 +974,9 @@ class ReverseGen:
             e.br(self.rret)
             return
         phis = [p for p in b.phis if p in self.dphi]
+        lp_h = self.loops.loop_of(b)
+        if lp_h is not None and lp_h.header is not b:
+            lp_h = None
 
         def edge(blk, p):
             e.at_end(blk)
@@ -813,45 +984,158 @@ class ReverseGen:
                 v = phi.incoming_for(p)
                 if v is not None:
                     self._add(v, self.dphi[phi])
+            if lp_h is not None:
+                if p in lp_h.blocks:     # back edge: the previous iteration
+                    k = e.load(T.i64, self.rc[lp_h])
+                    e.store(e.binop("sub", k, ConstantInt(T.i64, 1)), self.rc[lp_h])
+                else:                    # preheader edge: the loop is done
+                    self.leave_points.append((lp_h, blk))
+            # loops the forward edge p -> b leaves: the reverse sweep enters them at
+            # their last iteration (outermost first)
+            entered = []
+            lp = self.loops.loop_of(p)
+            while lp is not None and b not in lp.blocks:
+                entered.append(lp)
+                lp = lp.parent
+            for lp in reversed(entered):
+                last = self._cached(("iv", lp), self.aiv[lp], T.i64, lp.header, b, here=True)
+                e.store(last, self.rc[lp])
+                self.enter_points.append((lp, blk))
             e.br(self.rpop[p])
 
         if len(preds) == 1:
             edge(self.rbody[b], preds[0])
             return
-        idx = self._cached(("pred", b), self.pred_phi[b], T.i64, b)
         blocks = [self.rev.append_basic_block(f"rev.{b.name or 'bb'}.from{k}")
                   for k in range(len(preds))]
+        outside = [k for k, p in enumerate(preds) if lp_h is None or p not in lp_h.blocks]
         e.at_end(self.rbody[b])
-        e.switch(idx, blocks[0], [(ConstantInt(T.i64, k), blocks[k])
-                                  for k in range(1, len(preds))])
+        if lp_h is not None and len(preds) == 2 and len(outside) == 1:
+            # a loop header: iteration 0 came from the preheader, the others from the latch
+            k = e.load(T.i64, self.rc[lp_h])
+            first = e.icmp("eq", k, ConstantInt(T.i64, 0))
+            e.cbr(first, blocks[outside[0]], blocks[1 - outside[0]])
+        else:
+            idx = self._cached(("pred", b), self.pred_phi[b], T.i64, b, b)
+            e.switch(idx, blocks[0], [(ConstantInt(T.i64, k), blocks[k])
+                                      for k in range(1, len(preds))])
         for k, p in enumerate(preds):
             edge(blocks[k], p)
 
-    # ------------------------------------------------------------- tape
+    # ------------------------------------------------------------- caches
+    def _def_point(self, v):
+        """The instruction before which a store of the forward value ``v`` goes."""
+        from ..ir.instructions import Invoke as _Invoke
+        if isinstance(v, _Invoke):
+            nd = v.normal_dest
+            return self.aug_setup_end.get(nd) or nd.first_non_phi
+        if isinstance(v, Phi):
+            blk = v.parent
+            return self.aug_setup_end.get(blk) or blk.first_non_phi
+        blk = v.parent
+        return blk.instructions[blk.index_of(v) + 1]
+
+    def _aug_addr(self, slot):
+        e, lp = self.e, slot.level
+        if lp is None:
+            base = self.frame_aug
+        else:
+            rec = T.ArrayType(T.i8, self.cache.size[lp])
+            base = e.insert(GEP(rec, self.abuf[lp], [self.aiv[lp]]))
+        return e.gep_bytes(base, slot.offset) if slot.offset else base
+
+    def _rev_addr(self, slot):
+        e, lp = self.e, slot.level
+        if lp is None:
+            base = self.frame_rev
+        else:
+            rec = T.ArrayType(T.i8, self.cache.size[lp])
+            buf = e.load(T.ptr, self.rbuf[lp])
+            base = e.insert(GEP(rec, buf, [e.load(T.i64, self.rc[lp])]))
+        return e.gep_bytes(base, slot.offset) if slot.offset else base
+
     def _finalize(self):
-        e, dl = self.e, self.ctx.module.datalayout
-        reserve = runtime_function(self.ctx.module, "__enzyme_py_tape_reserve")
-        pop = runtime_function(self.ctx.module, "__enzyme_py_tape_pop")
-        for b, entries in self.batches.items():
-            offs, total = [], 0
-            for aug_v, ld in entries:
-                offs.append(total)
-                total += _round8(dl.store_size(ld.type))
-            ab = self.vmap[b]
-            e.at_before(ab.terminator)
-            p = e.call_fn(reserve, [self.tape_aug, ConstantInt(T.i64, total)])
-            for (aug_v, ld), off in zip(entries, offs):
-                q = e.gep_bytes(p, off) if off else p
-                e.store(aug_v, q, 8)
-            rp = self.rpop[b]
-            first = rp.instructions[0]
-            e.at_before(first)
-            q0 = e.call_fn(pop, [self.tape_rev, ConstantInt(T.i64, total)])
-            for (aug_v, ld), off in zip(entries, offs):
-                e.at_before(ld)
-                q = e.gep_bytes(q0, off) if off else q0
-                ld.set_operand(0, q)
-                ld.align = 8
+        e, dl, m = self.e, self.ctx.module.datalayout, self.ctx.module
+        cache = self.cache
+        cache.assign_offsets(self.loops.loops)
+        i64 = T.i64
+        # -- reverse: entering a loop loads its buffer pointer; leaving frees it
+        for lp, blk in self.enter_points:
+            if cache.has_buffer(lp):
+                e.at_before(blk.terminator)
+                s = cache.slots[(("buf", lp), lp.parent)]
+                ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                self.placeholders.append((ld, s))
+                e.store(ld, self.rbuf[lp])
+        free = e.declare("free", T.void, [T.ptr])
+        for lp, blk in self.leave_points:
+            if cache.has_buffer(lp):
+                e.at_before(blk.terminator)
+                e.call_fn(free, [e.load(T.ptr, self.rbuf[lp])])
+        # -- forward: the frame, the loop buffers, the stores
+        aug_entry = self.aug.blocks[0]
+        fsize = cache.size.get(None, 0)
+        self.frame_aug = None
+        if fsize:
+            self.frame_aug = Alloca(T.ArrayType(T.i8, fsize), align=16)
+            aug_entry.insert(0, self.frame_aug)
+        self.abuf = {}
+        self.aug_setup_end = {}
+        for lp in sorted(self.loops.loops, key=lambda x: x.depth):
+            if not cache.has_buffer(lp):
+                continue
+            rec = cache.size[lp]
+            bufslot = cache.slots[(("buf", lp), lp.parent)]
+            ph = self.vmap[lp.preheader]
+            hdr = self.vmap[lp.header]
+            n = None
+            if lp.count is not None:
+                e.at_before(ph.terminator)
+                n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+            if n is not None:
+                malloc = e.declare("malloc", T.ptr, [i64])
+                buf = e.call_fn(malloc, [e.binop("mul", n, ConstantInt(i64, rec))])
+                self.abuf[lp] = buf
+                e.store(buf, self._aug_addr(bufslot), 8)
+            else:
+                # while loop: a buffer that grows (realloc) as the iterations go
+                st = Alloca(T.StructType([T.ptr, i64]), align=8)
+                aug_entry.insert(0, st)
+                e.at_before(ph.terminator)
+                e.store(ZeroInit(T.StructType([T.ptr, i64])), st, 8)
+                first = hdr.first_non_phi
+                e.at_before(first)
+                buf = e.call_fn(self._rt("__enzyme_py_cache_reserve"),
+                                [st, self.aiv[lp], ConstantInt(i64, rec)])
+                self.abuf[lp] = buf
+                e.store(buf, self._aug_addr(bufslot), 8)
+                # stores of the header's phis go after the buffer is known
+                self.aug_setup_end[hdr] = first
+        for slot in list(cache.slots.values()):
+            if slot.special:
+                continue
+            v = slot.aug_value
+            if not v.is_instruction:
+                raise ADError("internal: a cached value is not an instruction")
+            e.at_before(self._def_point(v))
+            e.store(v, self._aug_addr(slot), 8)
+        # -- reverse: fill in the cache addresses
+        self.frame_rev = None
+        e.at_end(self.rentry)
+        if fsize:
+            pop = runtime_function(m, "__enzyme_py_tape_pop")
+            self.frame_rev = e.call_fn(pop, [self.tape_rev, ConstantInt(i64, fsize)])
+        for ld, slot in self.placeholders:
+            e.at_before(ld)
+            ld.set_operand(0, self._rev_addr(slot))
+        # -- forward: push the frame when returning
+        if fsize and self.exit is not None:
+            ret = self.vmap[self.exit].terminator
+            e.at_before(ret)
+            reserve = runtime_function(m, "__enzyme_py_tape_reserve")
+            p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+            e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize), ConstantInt(T.i1, 0)])
         for b in self.cfg.rpo:
             e.at_end(self.rpop[b])
             e.br(self.rhead[b])
@@ -862,3 +1146,55 @@ class ReverseGen:
             e.ret(Undef(self.out_type))
         else:
             e.br(self.rpop[self.exit])
+
+
+
+class _MappedCount:
+    """A TripCount whose start/bound refer to the augmented function's values."""
+
+    def __init__(self, tc, vmap):
+        self._tc, self._vmap = tc, vmap
+        self.phi, self.step, self.pred, self.compared = tc.phi, tc.step, tc.pred, tc.compared
+        self.signed = tc.signed
+
+    def distance(self):
+        a, b, extra = self._tc.distance()
+        return self._map(a), self._map(b), extra
+
+    def _map(self, v):
+        if _is_const(v):
+            return v.clone()
+        return self._vmap.get(v, v)
+
+
+def _dead_pointer_web(S):
+    """``S`` and the GEPs/casts derived from it when nothing else uses them, else None."""
+    if S is None or not S.is_instruction:
+        return None
+    web, work = [], [S]
+    seen = set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        web.append(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (GEP, Cast)) and u.index == 0 and user.type.is_pointer:
+                work.append(user)
+            else:
+                return None
+    return web
+
+
+def _defined(c):
+    """``c`` with poison/undef (whole, or vector lanes of a constant) replaced by zero."""
+    from ..ir.values import ConstantAggregate
+    if isinstance(c, (Poison, Undef)):
+        return zero(c.type)
+    if isinstance(c, ConstantAggregate) and c.type.is_vector and any(
+            isinstance(x, (Poison, Undef)) for x in c.operands):
+        return ConstantAggregate(c.type, [zero(x.type) if isinstance(x, (Poison, Undef))
+                                          else x.clone() for x in c.operands])
+    return c

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "INACTIVE_CALLS", "IGNORED_INTRINSICS",
-           "libm_rule", "tangent"]
+__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "INACTIVE_CALLS",
+           "IGNORED_INTRINSICS", "libm_rule", "reduction_rule", "tangent"]
 
 # ---------------------------------------------------------------------------
 # binary and unary floating-point instructions, keyed by opcode
@@ -124,6 +124,91 @@ LIBM = {
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,),
 }
+
+# ---------------------------------------------------------------------------
+# vector reductions (llvm.vector.reduce.*), keyed by the reduction.  Their Jacobian
+# is not diagonal, so each entry gives the adjoint rules (one per operand, as above)
+# and, separately, the tangent rule ``(e, x, r, dx) -> tangent``: the forward rule can
+# NOT be derived from the adjoint one here.
+# ---------------------------------------------------------------------------
+
+
+def _splat(e, s, like):
+    """A vector of ``like``'s type with every lane ``s``."""
+    from ..ir import types as T
+    from ..ir.instructions import ShuffleVector
+    from ..ir.values import ConstantInt, Poison, ZeroInit
+    ty = like.type
+    v = e.insertelement(Poison(ty), s, ConstantInt(T.i32, 0))
+    return e.insert(ShuffleVector(v, Poison(ty), ZeroInit(T.VectorType(T.i32, ty.count))))
+
+
+def _arg_lane(e, vec, r):
+    """Index (i32) of the first lane of ``vec`` equal to ``r`` (the max/min), and
+    whether there is one."""
+    from ..ir import types as T
+    from ..ir.values import ConstantInt
+    n = vec.type.count
+    ity = T.IntType(n)
+    bits = e.cast("bitcast", e.fcmp("oeq", vec, _splat(e, r, vec)), ity)
+    cttz = e.declare(f"llvm.cttz.i{n}", ity, [ity, T.i1])
+    idx = e.call_fn(cttz, [bits, ConstantInt(T.i1, 0)])
+    if n > 32:
+        idx = e.cast("trunc", idx, T.i32)
+    elif n < 32:
+        idx = e.cast("zext", idx, T.i32)
+    return idx, e.icmp("ult", idx, ConstantInt(T.i32, n))
+
+
+def _to_lane(e, d, x, r):
+    """Adjoint of a max/min reduction: ``d`` into the lane that won."""
+    from .emit import zero
+    vec = e._v(x[0])
+    idx, ok = _arg_lane(e, vec, e._v(r))
+    return e.select(ok, e.insertelement(zero(vec.type), d, idx), zero(vec.type))
+
+
+def _from_lane(e, x, r, dx):
+    from .emit import zero
+    if dx[0] is None:
+        return None
+    vec = e._v(x[0])
+    idx, ok = _arg_lane(e, vec, e._v(r))
+    return e.select(ok, e.extractelement(dx[0], idx), zero(e._v(r).type))
+
+
+def _fadd_tangent(e, x, r, dx):
+    out = dx[0]
+    if dx[1] is not None:
+        vt = e._v(dx[1]).type
+        fn = e.declare(f"llvm.vector.reduce.fadd.v{vt.count}"
+                       f"{'f64' if vt.element.kind == 'double' else 'f32'}",
+                       vt.element, [vt.element, vt])
+        s = e.call_fn(fn, [e.const(-0.0, vt.element), dx[1]])
+        out = s if out is None else e.add(out, s)
+    return out
+
+
+REDUCTIONS = {
+    # llvm.vector.reduce.fadd(start, vec) = start + sum(vec) (ordered or reassoc)
+    "fadd": ((lambda e, x, r, d: d,
+              lambda e, x, r, d: _splat(e, d, x[1])), _fadd_tangent),
+    # llvm.vector.reduce.fmax/fmin(vec): the lane that won gets the adjoint
+    "fmax": ((_to_lane,), _from_lane),
+    "fmin": ((_to_lane,), _from_lane),
+}
+_REDUCTION_ALIASES = {"fmaximum": "fmax", "fminimum": "fmin"}
+
+
+def reduction_rule(name: str):
+    """``(base, adjoint_rules)`` for ``llvm.vector.reduce.<op>.<type>``, else None."""
+    if not name.startswith("llvm.vector.reduce."):
+        return None
+    op = name.split(".")[3]
+    op = _REDUCTION_ALIASES.get(op, op)
+    entry = REDUCTIONS.get(op)
+    return (f"vector.reduce.{op}", entry[0]) if entry else None
+
 
 # name aliases (LLVM intrinsic spellings -> libm base name)
 _ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum": "fmin",

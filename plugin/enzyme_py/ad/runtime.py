@@ -3,6 +3,9 @@
 - the tape, a LIFO byte stack ``{ptr data, i64 size, i64 cap}`` grown with realloc:
   ``__enzyme_py_tape_reserve(tape, n) -> ptr`` (push n bytes) and
   ``__enzyme_py_tape_pop(tape, n) -> ptr`` (pop n bytes);
+- ``__enzyme_py_cache_reserve(state, i, rec) -> ptr``: the buffer of a while loop's
+  per-iteration cache, ``state = {ptr data, i64 capacity}``, grown (realloc) so that
+  record ``i`` (of ``rec`` bytes) fits;
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
   of T data (``ds[i] += dd[i]; dd[i] = 0``);
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
@@ -70,6 +73,28 @@ def runtime_function(module, name, ty=None):
         e.store(new_sz, szp, 8)
         d = e.load(T.ptr, t, 8)
         e.ret(e.gep_bytes(d, new_sz))
+        return fn
+    if name == "__enzyme_py_cache_reserve":
+        fn, new = _new(module, name, T.ptr, [T.ptr, i64, i64], "alwaysinline nounwind")
+        if not new:
+            return fn
+        st, i, rec = fn.args
+        entry, grow, fast = (fn.append_basic_block(x) for x in ("entry", "grow", "fast"))
+        e.at_end(entry)
+        capp = e.gep_bytes(st, 8)
+        cap = e.load(i64, capp, 8)
+        e.cbr(e.icmp("ult", i, cap), fast, grow)
+        e.at_end(grow)
+        c2 = e.binop("add", e.binop("shl", cap, ConstantInt(i64, 1)), ConstantInt(i64, 16))
+        need = e.binop("add", i, ConstantInt(i64, 1))
+        nc = e.select(e.icmp("ult", c2, need), need, c2)
+        realloc = e.declare("realloc", T.ptr, [T.ptr, i64])
+        nd = e.call_fn(realloc, [e.load(T.ptr, st, 8), e.binop("mul", nc, rec)])
+        e.store(nd, st, 8)
+        e.store(nc, capp, 8)
+        e.br(fast)
+        e.at_end(fast)
+        e.ret(e.load(T.ptr, st, 8))
         return fn
     if name.startswith("__enzyme_py_memcpy_adj"):
         full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"

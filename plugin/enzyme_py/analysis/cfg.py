@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["CFG", "DomTree", "Loop", "LoopInfo", "dominators", "post_dominators", "find_loops"]
+__all__ = ["CFG", "DomTree", "Loop", "LoopInfo", "TripCount", "dominators", "post_dominators",
+           "find_loops", "is_reducible"]
 
 
 class CFG:
@@ -133,6 +134,15 @@ def post_dominators(cfg: CFG) -> DomTree:
     return DomTree(order, rpreds, {vexit})
 
 
+def is_reducible(cfg: CFG, dom: DomTree) -> bool:
+    """Every retreating edge (to a block not later in RPO) goes to a dominator."""
+    for b in cfg.rpo:
+        for s in cfg.succs[b]:
+            if cfg.index[s] <= cfg.index[b] and not dom.dominates(s, b):
+                return False
+    return True
+
+
 @dataclass(eq=False)
 class Loop:
     header: object
@@ -144,6 +154,7 @@ class Loop:
     exits: list = field(default_factory=list)       # blocks outside the loop reached from it
     exiting: list = field(default_factory=list)     # blocks inside with an edge out
     trip_count: object = None  # (start, bound, step, predicate) when recognised
+    count: "TripCount | None" = None  # normalised, for sizing per-iteration caches
 
     @property
     def depth(self) -> int:
@@ -213,10 +224,54 @@ def find_loops(cfg: CFG, dom: DomTree) -> LoopInfo:
     return LoopInfo(loops, loop_of)
 
 
+_SWAP = {"slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle", "ult": "ugt", "ugt": "ult",
+         "ule": "uge", "uge": "ule", "eq": "eq", "ne": "ne"}
+_NOT = {"slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt", "ult": "uge", "uge": "ult",
+        "ugt": "ule", "ule": "ugt", "eq": "ne", "ne": "eq"}
+
+
+@dataclass(eq=False)
+class TripCount:
+    """``for (iv = start; iv <pred> bound; iv += step)`` normalised: the loop keeps
+    going while ``x <pred> bound`` where ``x`` is the induction phi (``compared ==
+    "phi"``) or its increment (``"next"``); ``step`` is a non-zero constant whose sign
+    agrees with ``pred`` (``ne`` needs a step of +-1).  ``count_bound()`` describes an
+    upper bound of the number of header executions, ``max(0, ceil(D / |step|)) + 1``
+    with ``D`` from :meth:`distance`."""
+
+    phi: object
+    start: object
+    bound: object
+    step: int
+    pred: str
+    compared: str
+
+    @property
+    def signed(self) -> bool:
+        return self.pred[0] == "s"
+
+    def distance(self):
+        """``(a, b, extra)``: ``D = a - b + extra`` (in the phi's type, extended)."""
+        if self.pred in ("slt", "ult"):
+            return self.bound, self.start, 0
+        if self.pred in ("sle", "ule"):
+            return self.bound, self.start, 1
+        if self.pred in ("sgt", "ugt"):
+            return self.start, self.bound, 0
+        if self.pred in ("sge", "uge"):
+            return self.start, self.bound, 1
+        # ne, step +-1: D = (bound - start) * step, modulo 2^width
+        return (self.bound, self.start, 0) if self.step > 0 else (self.start, self.bound, 0)
+
+
 def _trip_count(lp: Loop):
     """Recognise ``for (i = start; i <pred> bound; i += step)`` with one exiting block
-    whose condition compares an induction phi (or its increment) to a loop-invariant."""
-    from ..ir.instructions import Br, ICmp, Phi, BinaryOp
+    whose condition compares an induction phi (or its increment) to a loop-invariant.
+    Sets ``lp.count`` (a :class:`TripCount` or None) and returns
+    ``(start, bound, step, predicate)`` as written in the IR."""
+    from ..ir.instructions import Br, ICmp, BinaryOp
+    from ..ir.values import ConstantInt
+    lp.count = None
     if len(lp.exiting) != 1 or lp.preheader is None or len(lp.latches) != 1:
         return None
     term = lp.exiting[0].terminator
@@ -226,13 +281,42 @@ def _trip_count(lp: Loop):
     if not isinstance(cond, ICmp):
         return None
     a, bound = cond.operands
+    pred = cond.predicate
+    swapped = False
+
+    def invariant(v):
+        return not (v.is_instruction and v.parent in lp.blocks)
+
     for phi in lp.header.phis:
         start = phi.incoming_for(lp.preheader)
         nxt = phi.incoming_for(lp.latches[0])
         if not isinstance(nxt, BinaryOp) or nxt.opcode != "add" or nxt.operand(0) is not phi:
             continue
-        if a is phi or a is nxt:
-            invariant = not (bound.is_instruction and bound.parent in lp.blocks)
-            if invariant:
-                return (start, bound, nxt.operand(1), cond.predicate)
+        x = a
+        if a is not phi and a is not nxt and (bound is phi or bound is nxt):
+            x, bound, swapped = bound, a, True
+        if x is not phi and x is not nxt:
+            continue
+        if not invariant(bound):
+            continue
+        step = nxt.operand(1)
+        result = (start, bound, step, cond.predicate) if not swapped else None
+        # normalised description for cache sizing
+        cpred = _SWAP[pred] if swapped else pred
+        succs = term.successors
+        if succs[0] in lp.blocks and succs[1] not in lp.blocks:
+            pass
+        elif succs[1] in lp.blocks and succs[0] not in lp.blocks:
+            cpred = _NOT[cpred]
+        else:
+            return result
+        if isinstance(step, ConstantInt) and step.value != 0 and phi.type.is_int:
+            sv = step.value
+            ok = ((cpred in ("slt", "sle", "ult", "ule") and sv > 0)
+                  or (cpred in ("sgt", "sge", "ugt", "uge") and sv < 0)
+                  or (cpred == "ne" and sv in (1, -1)))
+            if ok:
+                lp.count = TripCount(phi, start, bound, sv, cpred,
+                                     "phi" if x is phi else "next")
+        return result
     return None

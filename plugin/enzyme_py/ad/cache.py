@@ -1,0 +1,162 @@
+"""Where the reverse sweep finds the values it cannot recompute (Enzyme's cache design).
+
+A value the reverse sweep needs is stored once per execution of its definition, at a
+*level*: the innermost loop containing both the definition and the block whose
+reverse needs it (``None``: outside every loop).  Each level has a record layout:
+
+* level ``None``: the *frame*, a fixed-size record per call of the function.  The
+  augmented forward function keeps it in an ``alloca`` and pushes it onto the tape
+  (the LIFO stack shared by nested calls, which makes recursion work) just before it
+  returns; the reverse function pops it on entry.
+* a loop ``L``: a buffer with one record per iteration, indexed by a counter that
+  the forward sweep adds to the loop header (0, 1, ...) and the reverse sweep counts
+  down.  When the trip count is known on entry (``analysis.cfg.TripCount``) the buffer
+  is allocated once in the preheader; otherwise (while loops) it grows by ``realloc``.
+  Its pointer lives in a slot of the parent level; the reverse sweep frees it when it
+  leaves the loop (the reverse of the preheader edge).
+
+A value defined in an inner loop but needed after that loop (in reverse) is stored
+at the outer level on every inner iteration: the last store wins, which is the value
+the outer code saw.
+"""
+
+from __future__ import annotations
+
+from ..ir import types as T
+from ..ir.instructions import BinaryOp, Br, Cast, ICmp, Phi, Select, Switch
+from ..ir.values import ConstantInt
+
+__all__ = ["Slot", "CacheLayout", "ensure_preheaders", "emit_trip_bound"]
+
+
+class Slot:
+    __slots__ = ("key", "level", "ty", "aug_value", "offset", "special")
+
+    def __init__(self, key, level, ty, aug_value, special=False):
+        self.key, self.level, self.ty, self.aug_value = key, level, ty, aug_value
+        self.offset = None
+        self.special = special
+
+
+class CacheLayout:
+    """Slots per level and their byte offsets (every slot 8-byte aligned)."""
+
+    def __init__(self, dl):
+        self.dl = dl
+        self.slots: dict = {}       # (key, level) -> Slot
+        self.by_level: dict = {}    # level -> [Slot]
+        self.size: dict = {}        # level -> record size
+
+    def slot(self, key, level, ty, aug_value, special=False) -> Slot:
+        s = self.slots.get((key, level))
+        if s is None:
+            s = self.slots[(key, level)] = Slot(key, level, ty, aug_value, special)
+            self.by_level.setdefault(level, []).append(s)
+        return s
+
+    def has_buffer(self, loop) -> bool:
+        return bool(self.by_level.get(loop))
+
+    def assign_offsets(self, loops):
+        """Give every loop with slots a pointer slot in its parent level (innermost loops
+        first, so that parents learn they need a buffer), then lay out the records."""
+        for lp in sorted(loops, key=lambda x: -x.depth):
+            if self.has_buffer(lp):
+                self.slot(("buf", lp), lp.parent, T.ptr, None, special=True)
+        for level, slots in self.by_level.items():
+            off = 0
+            for s in slots:
+                s.offset = off
+                off += (self.dl.store_size(s.ty) + 7) // 8 * 8
+            self.size[level] = off
+
+    def __str__(self):
+        out = []
+        for level, slots in self.by_level.items():
+            name = "frame" if level is None else f"loop {level.header.name}"
+            out.append(f"{name} ({self.size.get(level, '?')} bytes): "
+                       + ", ".join(f"{_kname(s.key)}@{s.offset}" for s in slots))
+        return "\n".join(out)
+
+
+def _kname(key):
+    tag, v = key[0], key[1]
+    name = getattr(v, "name", None)
+    if name is None and hasattr(v, "header"):
+        name = v.header.name
+    return f"{tag}:{name}"
+
+
+def ensure_preheaders(fn, cfg, loops) -> bool:
+    """Give every natural loop a preheader (a single outside predecessor whose only
+    successor is the header).  Returns True when the function changed."""
+    changed = False
+    for lp in loops.loops:
+        if lp.preheader is not None:
+            continue
+        h = lp.header
+        outside = [p for p in cfg.preds[h] if p not in lp.blocks]
+        if not outside:
+            continue
+        for p in outside:
+            t = p.terminator
+            if not isinstance(t, (Br, Switch)):
+                from .errors import ADError
+                raise ADError(f"a loop in '{fn.name}' is entered from a "
+                              f"'{t.opcode}' instruction; not supported yet")
+        ph = fn.insert_basic_block(fn.blocks.index(h), f"{h.name or 'loop'}.enzyme.ph")
+        for p in outside:
+            t = p.terminator
+            for u in list(t.operand_uses):
+                if u.value is h:
+                    t.set_operand(u.index, ph)
+        for phi in h.phis:
+            inc = [(v, b) for v, b in phi.incoming if b in outside]
+            if len(inc) == 1:
+                merged = inc[0][0]
+            else:
+                m = Phi(phi.type)
+                ph.append(m)
+                for v, b in inc:
+                    m.add_incoming(v, b)
+                merged = m
+            for _, b in inc:
+                phi.remove_incoming(b)
+            phi.add_incoming(merged, ph)
+        ph.append(Br(h))
+        changed = True
+    return changed
+
+
+def emit_trip_bound(e, tc):
+    """An i64 upper bound of the number of header executions of a loop described by
+    ``tc`` (:class:`analysis.cfg.TripCount`), emitted at ``e``'s position (the
+    preheader), or None when the phi is wider than 64 bits."""
+    ty = tc.phi.type
+    if ty.width > 64:
+        return None
+    i64 = T.i64
+    a, b, extra = tc.distance()
+
+    def ext(v, signed):
+        if ty.width == 64:
+            return v
+        return e.insert(Cast("sext" if signed else "zext", v, i64))
+
+    if tc.pred == "ne":
+        # header executions: (a - b) + 1 when the phi is compared, (a - b - 1) + 1 when
+        # its increment is (both modulo 2^width: a do-while entered at the bound wraps)
+        d = e.insert(BinaryOp("sub", a, b))
+        if tc.compared == "next":
+            d = e.insert(BinaryOp("sub", d, ConstantInt(ty, 1)))
+        return e.insert(BinaryOp("add", ext(d, False), ConstantInt(i64, 2)))
+    d = e.insert(BinaryOp("sub", ext(a, tc.signed), ext(b, tc.signed)))
+    if extra:
+        d = e.insert(BinaryOp("add", d, ConstantInt(i64, extra)))
+    zero = ConstantInt(i64, 0)
+    d = e.insert(Select(e.insert(ICmp("sgt", d, zero)), d, zero))
+    step = abs(tc.step)
+    if step != 1:
+        d = e.insert(BinaryOp("add", d, ConstantInt(i64, step - 1)))
+        d = e.insert(BinaryOp("udiv", d, ConstantInt(i64, step)))
+    return e.insert(BinaryOp("add", d, ConstantInt(i64, 1)))
