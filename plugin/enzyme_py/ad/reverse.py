@@ -695,6 +695,32 @@ class ReverseGen:
             return blk.append(BinaryOp("add", s0, off))
         return blk.append(GEP(nxt.source_type, s0, [off]))
 
+    def _cache_leaves(self, v, b, out, depth=0):
+        """The values recomputing ``v`` in the reverse of ``b`` would read from the cache
+        (stops counting at 2)."""
+        if len(out) > 1 or _is_const(v) or v.is_global or isinstance(v, Argument) \
+                or ("p", v, b) in self.memo and not isinstance(self.memo[("p", v, b)], Load):
+            return out
+        if isinstance(v, _PURE) and depth < 8:
+            for op in v.operands:
+                self._cache_leaves(op, b, out, depth + 1)
+            return out
+        if isinstance(v, Phi) and self._is_induction(v, b):
+            return out
+        if isinstance(v, Load) and self.ow.can_recompute(v):
+            return self._cache_leaves(v.operand(0), b, out, depth + 1)
+        out.add(v)
+        return out
+
+    def _is_induction(self, phi, b):
+        lp = self.loops.loop_of(phi.parent)
+        if lp is None or lp.header is not phi.parent or b not in lp.blocks \
+                or len(lp.latches) != 1 or lp.preheader is None or len(phi.incoming) != 2:
+            return False
+        nxt = phi.incoming_for(lp.latches[0])
+        return isinstance(nxt, (BinaryOp, GEP)) and nxt.num_operands > 1 \
+            and nxt.operand(0) is phi
+
     def primal(self, v, b):
         if _is_const(v):
             return v.clone()
@@ -705,6 +731,11 @@ class ReverseGen:
         key = ("p", v, b)
         got = self.memo.get(key)
         if got is not None:
+            return got
+        if isinstance(v, _PURE) and len(self._cache_leaves(v, b, set())) > 1:
+            # recomputing would read several cached values: cache this one instead
+            got = self._cached(("p", v), self.vmap[v], v.type, v.parent, b)
+            self.memo[key] = got
             return got
         if isinstance(v, _PURE):
             c = v.clone({})
@@ -1058,6 +1089,7 @@ class ReverseGen:
         e, dl, m = self.e, self.ctx.module.datalayout, self.ctx.module
         cache = self.cache
         cache.assign_offsets(self.loops.loops)
+        self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
         i64 = T.i64
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
         for lp, blk in self.enter_points:

@@ -160,7 +160,7 @@ def _arg_lane(e, vec, r):
     return idx, e.icmp("ult", idx, ConstantInt(T.i32, n))
 
 
-def _to_lane(e, d, x, r):
+def _to_lane(e, x, r, d):
     """Adjoint of a max/min reduction: ``d`` into the lane that won."""
     from .emit import zero
     vec = e._v(x[0])
