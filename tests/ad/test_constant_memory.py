@@ -4,7 +4,7 @@ once accumulated into the source's primal memory."""
 
 import pytest
 
-from helpers import build_and_run, parse_values
+from helpers import build_and_run, enzyme_cc, parse_values
 
 SOURCE = r"""
 #include <stdio.h>
@@ -47,3 +47,112 @@ def test_constant_source_of_memcpy_is_untouched(tmp_path, opt):
     x = [1.0 + 0.25 * i for i in range(6)]
     assert vals["G"] == g
     assert vals["dx"] == pytest.approx([2 * x[i] * g[i] ** 2 for i in range(6)], rel=1e-14)
+
+
+# Without pre-AD optimisation the IR keeps every local variable in an alloca.  A pointer
+# to constant data (a global's pointer, an enzyme_const argument) kept in such a local
+# once made the local's shadow hold the primal pointer, so adjoints of loads through it
+# were accumulated into the program's own data.
+MODES = [
+    pytest.param("-O0", (), id="O0"),
+    pytest.param("-O2", (), id="O2"),
+    pytest.param("-O0", ("-fenzyme-preopt=0",), id="O0-nopreopt"),
+    pytest.param("-O2", ("-fenzyme-preopt=0", "-Xclang", "-disable-llvm-passes"),
+                 id="O2-nopreopt-raw"),
+]
+
+LOCALS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+static double *SEQ;
+static int D = 5;
+
+static double dot(const double *a, const double *b, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* returns a pointer into constant data although one argument has a shadow */
+__attribute__((noinline)) static const double *goal_of(double *x, int t) {
+    return SEQ + t + (x == 0);
+}
+
+__attribute__((noinline)) double f(double *x, const double *feat, int n) {
+    const int d = D;                        /* integer locals copied around */
+    int m = d;
+    const double *goal = SEQ + n;           /* pointer loaded from a global, kept in a local */
+    const double *g2 = goal_of(x, 1);
+    double s = 0;
+    for (int i = 0; i < m; i++) s += x[i] * x[i] * goal[i] + feat[i] * x[i] + g2[i] * x[i];
+    s += dot(x, SEQ, n) + dot(feat, x, n);
+    return s;
+}
+
+int main(void) {
+    enum { N = 5 };
+    double x[N], dx[N], feat[N];
+    SEQ = malloc(2 * N * sizeof(double));
+    for (int i = 0; i < 2 * N; i++) SEQ[i] = 0.5 + i;
+    for (int i = 0; i < N; i++) { x[i] = 1.0 + 0.25 * i; feat[i] = 2.0 - 0.5 * i; }
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < N; i++) dx[i] = 0;
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, feat, enzyme_const, N);
+    }
+    printf("SEQ"); for (int i = 0; i < 2 * N; i++) printf(" %.17g", SEQ[i]); printf("\n");
+    printf("feat"); for (int i = 0; i < N; i++) printf(" %.17g", feat[i]); printf("\n");
+    printf("dx"); for (int i = 0; i < N; i++) printf(" %.17g", dx[i]); printf("\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt,extra", MODES)
+def test_constant_pointers_in_locals_stay_untouched(tmp_path, opt, extra):
+    out = build_and_run(tmp_path, LOCALS, opt, extra=extra)
+    assert out.returncode == 0, out.stderr
+    vals = parse_values(out.stdout)
+    seq = [0.5 + i for i in range(10)]
+    x = [1.0 + 0.25 * i for i in range(5)]
+    feat = [2.0 - 0.5 * i for i in range(5)]
+    assert vals["SEQ"] == seq
+    assert vals["feat"] == feat
+    want = [2 * x[i] * seq[5 + i] + 2 * feat[i] + seq[1 + i] + seq[i] for i in range(5)]
+    assert vals["dx"] == pytest.approx(want, rel=1e-14)
+
+
+MIXED = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+static double *SEQ;
+
+__attribute__((noinline)) double f(double *x, int n, int c) {
+    const double *p = c ? x : SEQ;          /* sometimes shadowed, sometimes not */
+    double s = 0;
+    for (int i = 0; i < n; i++) s += p[i] * x[i];
+    return s;
+}
+
+int main(void) {
+    double x[3] = {1, 2, 3}, dx[3] = {0};
+    SEQ = malloc(3 * sizeof(double));
+    for (int i = 0; i < 3; i++) SEQ[i] = i;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3, enzyme_const, 0);
+    printf("%g %g\n", SEQ[0], dx[0]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt,extra", MODES)
+def test_mixing_shadowed_and_constant_pointers_is_an_error(tmp_path, opt, extra):
+    src = tmp_path / "mixed.c"
+    src.write_text(MIXED)
+    r = enzyme_cc([opt, *extra, str(src), "-o", str(tmp_path / "mixed"), "-lm"], tmp_path)
+    assert r.returncode != 0
+    assert "in function 'f': error: a pointer without a shadow" in r.stderr, r.stderr
+    assert "note: pass that memory with enzyme_dup" in r.stderr, r.stderr

@@ -90,3 +90,58 @@ def test_type_analysis_memory_kinds():
     v = {i.name: i for i in fn.instructions() if i.name}
     assert memory_kinds([fn.args[0]]) == {"double"}
     assert memory_kinds([v["buf"]]) == {"int"}
+
+
+LOCALS_IR = """
+@SEQ = internal global ptr null
+
+define internal ptr @pick(ptr %x, i64 %t) {
+  %g = load ptr, ptr @SEQ
+  %r = getelementptr double, ptr %g, i64 %t
+  ret ptr %r
+}
+
+define double @f(ptr %x, ptr %feat) {
+entry:
+  %x.addr = alloca ptr
+  %feat.addr = alloca ptr
+  %goal = alloca ptr
+  %acc = alloca double
+  %i = alloca i32
+  call void @llvm.lifetime.start.p0(i64 4, ptr %i)
+  store i32 0, ptr %i
+  store ptr %x, ptr %x.addr
+  store ptr %feat, ptr %feat.addr
+  %g = load ptr, ptr @SEQ
+  store ptr %g, ptr %goal
+  %xp = load ptr, ptr %x.addr
+  %fp = load ptr, ptr %feat.addr
+  %gp = load ptr, ptr %goal
+  %xv = load double, ptr %xp
+  %fv = load double, ptr %fp
+  %gv = load double, ptr %gp
+  %c = call ptr @pick(ptr %xp, i64 1)
+  %cv = load double, ptr %c
+  %s = fmul double %xv, %fv
+  store double %s, ptr %acc
+  ret double %s
+}
+
+declare void @llvm.lifetime.start.p0(i64, ptr)
+"""
+
+
+def test_activity_follows_pointers_kept_in_locals():
+    """-O0 code keeps pointers in allocas: a local holding only pointers to constant
+    data (a global's pointer, an enzyme_const argument) has no shadow, and neither do
+    the pointers loaded from it or returned by a callee that returns such a pointer."""
+    m = parse_module(LOCALS_IR)
+    fn = m.get_function("f")
+    act = Activity(fn, ["dup", "const"])
+    v = {i.name: i for i in fn.instructions() if i.name}
+    assert act.has_shadow(v["x.addr"]) and act.has_shadow(v["xp"]) and act.is_active(v["xv"])
+    assert act.has_shadow(v["acc"])                  # holds a double
+    for name in ("feat.addr", "goal", "fp", "gp", "c", "i"):
+        assert not act.has_shadow(v[name]), name
+    for name in ("fv", "gv", "cv"):
+        assert not act.is_active(v[name]), name

@@ -271,7 +271,9 @@ class ReverseGen:
                     ar = vmap[r]
                     e.at_before(ar)
                     pv = ar.value
-                    sv = self._sh_aug(r.value, r)
+                    sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
+                        r.value.is_instruction or isinstance(r.value, Argument)) \
+                        else ConstantNull(T.ptr)  # callers see an unshadowed result
                     agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
                     agg = e.insertvalue(agg, sv, [1])
                     ar.set_operand(0, agg)
@@ -345,11 +347,21 @@ class ReverseGen:
             return s
         if isinstance(v, (ConstantNull, Undef, Poison)):
             return v.clone()
-        if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument):
-            # an inactive global / constant pointer: its "shadow" is itself (read-only data)
+        if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
+                and not _mutable_data_global(v):
+            # a function, read-only or float-free global: its "shadow" is itself, no
+            # adjoint can be accumulated there
             return v
         if v.type.is_pointer and v not in self.act.shadowed:
-            return self.vmap.get(v, v)
+            # Never the primal pointer: adjoints accumulated through that "shadow"
+            # would land in the program's own memory.
+            raise ADError("a pointer without a shadow (constant data: a global, an "
+                          "enzyme_const argument, or a pointer loaded from one) is mixed "
+                          "with pointers that have shadows (stored into differentiated "
+                          "memory, merged by a phi/select, or returned)",
+                          location=self.ctx.err_loc(where),
+                          hint="pass that memory with enzyme_dup and a shadow, or copy the "
+                               "constant data into a local array first")
         raise ADError("a pointer that may carry derivatives has no shadow",
                       location=self.ctx.err_loc(where),
                       hint="pass the pointer with enzyme_dup and a shadow")
@@ -397,7 +409,10 @@ class ReverseGen:
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.at_before(nxt)
             args = A.args
-            if name == "realloc":
+            if name == "realloc" and inst.args[0] not in self.act.shadowed:
+                # the old block held constant data (zero adjoint): a fresh shadow
+                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [args[1]])
+            elif name == "realloc":
                 S = e.call_fn(self._rt("__enzyme_py_shadow_realloc"),
                               [self._sh_aug(inst.args[0], inst), args[1]])
             elif name == "calloc":
@@ -415,6 +430,9 @@ class ReverseGen:
         v, p = inst.operand(0), inst.operand(1)
         if p in self.act.shadowed:
             if v.type.is_pointer:
+                if v not in self.act.shadowed and (v.is_instruction or isinstance(v, Argument)) \
+                        and not self.act.may_hold_shadowed_pointers(p):
+                    return  # a local that only ever holds pointers without shadows
                 sv = self._sh_aug(v, inst)
                 st = Store(sv, self._sh_aug(p, inst), align=inst.align)
                 st.insert_after(A)
@@ -770,6 +788,11 @@ class ReverseGen:
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
         if p not in self.act.shadowed:
+            if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
+                # the primal pointer is never a shadow (see _sh_aug)
+                raise ADError("internal: no shadow for a pointer without one",
+                              location=self.ctx.err_loc(p) if p.is_instruction
+                              else f"in function '{self.ctx.fname(self.P)}'")
             return self.primal(p, b)
         key = ("s", p, b)
         got = self.memo.get(key)
@@ -1197,6 +1220,19 @@ class _MappedCount:
         if _is_const(v):
             return v.clone()
         return self._vmap.get(v, v)
+
+
+def _mutable_data_global(v):
+    """Whether ``v`` (a constant pointer) points into a writable global that may hold
+    floating-point values or pointers: adjoints must never be accumulated there."""
+    from ..ir.module import GlobalVariable
+    from ..analysis.activity import _has_ptr
+    for _ in range(16):
+        if v.is_global or not v.operands:
+            break
+        v = v.operand(0)
+    return isinstance(v, GlobalVariable) and not v.is_constant and (
+        floatish(v.value_type) or _has_ptr(v.value_type))
 
 
 def _dead_pointer_web(S):

@@ -3,7 +3,15 @@
 Forward ("down") reasoning from the active arguments: a float-typed value is
 active if it depends on an active value or is loaded from memory with a shadow;
 a pointer is *shadowed* (has a shadow pointer) if it derives from a duplicated
-argument, a local/heap allocation, or is loaded from shadowed memory.  Backward
+argument, a local/heap allocation, or is loaded from shadowed memory.  A local
+variable whose address never escapes (the allocas of unoptimised code) is
+followed exactly: pointers loaded from it are shadowed only if a shadowed pointer
+is stored into it, and it gets a shadow itself only if it holds floating-point
+values or shadowed pointers -- a pointer to constant data kept in a local (a
+global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
+instead of making its primal memory look like one.  A call to a defined function
+returns a shadowed pointer only if the callee, analysed with the same activity,
+may return one.  Backward
 ("up") reasoning prunes active values that cannot reach the return value or
 shadowed memory: their adjoints would be zero anyway.
 
@@ -13,7 +21,7 @@ The result is read-only; ``str(result)`` lists the active values per block.
 from __future__ import annotations
 
 from ..ir.instructions import (Alloca, Call, Cast, ExtractElement, ExtractValue, GEP,
-                               InsertElement, InsertValue, Load, Phi, Select, ShuffleVector,
+                               InsertElement, InsertValue, Load, Phi, Ret, Select, ShuffleVector,
                                Store, BinaryOp, UnaryOp, Freeze)
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object"]
@@ -53,11 +61,16 @@ class Activity:
     """``kinds[i]`` for argument i: ``"const"``, ``"dup"`` (pointer with shadow) or
     ``"out"`` (active by-value float)."""
 
-    def __init__(self, fn, kinds, inactive=()):
+    def __init__(self, fn, kinds, inactive=(), _outer=()):
         self.fn = fn
         self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
         self.shadowed: set = set()    # pointers with shadows
+        self._key = (fn, tuple(kinds))
+        self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
+        self._callee_ret: dict = {}
+        # non-escaping locals -> the values stored into them
+        self.slots = _local_slots(fn)
         for a, k in zip(fn.args, kinds):
             if k == "dup" and a.type.is_pointer:
                 self.shadowed.add(a)
@@ -86,22 +99,28 @@ class Activity:
         ops = i.operands
         if ty.is_pointer:
             if isinstance(i, Alloca):
-                return "shadow" if _alloca_may_hold_float(i) else None
+                st = self.slots.get(i)
+                if st is None:
+                    return "shadow" if _alloca_may_hold_float(i) else None
+                return "shadow" if st.floats or any(v in self.shadowed for v in st.ptrs) \
+                    else None
             if isinstance(i, (GEP, Cast)):
                 return "shadow" if ops[0] in self.shadowed else None
             if isinstance(i, (Phi, Select)):
                 vals = [v for v, _ in i.incoming] if isinstance(i, Phi) else ops[1:]
                 return "shadow" if any(v in self.shadowed for v in vals) else None
             if isinstance(i, Load):
-                return "shadow" if ops[0] in self.shadowed else None
+                return "shadow" if ops[0] in self.shadowed \
+                    and self.may_hold_shadowed_pointers(ops[0]) else None
             if isinstance(i, Call):
                 name = i.callee_name or ""
                 if name in self.inactive_fns:
                     return None
                 if name in ALLOC_FUNCS:
                     return "shadow"
-                if any(a in self.shadowed for a in i.args) and i.called_function is not None \
-                        and not i.called_function.is_declaration:
+                callee = i.called_function
+                if any(a in self.shadowed for a in i.args) and callee is not None \
+                        and not callee.is_declaration and self._returns_shadow(callee, i.args):
                     return "shadow"
             return None
         if not floatish(ty):
@@ -121,6 +140,29 @@ class Activity:
         if isinstance(i, Phi):
             return "active" if self._any_active([v for v, _ in i.incoming]) else None
         return None
+
+    def may_hold_shadowed_pointers(self, p) -> bool:
+        """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
+        False only for a non-escaping local into which no shadowed pointer is stored."""
+        st = self.slots.get(underlying_object(p))
+        return st is None or any(v in self.shadowed for v in st.ptrs)
+
+    def callee_kinds(self, args):
+        return ["dup" if a.type.is_pointer and a in self.shadowed
+                else "out" if floatish(a.type) and a in self.active else "const" for a in args]
+
+    def _returns_shadow(self, callee, args) -> bool:
+        kinds = tuple(self.callee_kinds(args))
+        key = (callee, kinds)
+        got = self._callee_ret.get(key)
+        if got is None:
+            if key in self._outer or len(self._outer) > 8:
+                return True     # recursion (or deep nesting): assume it may
+            sub = Activity(callee, kinds, self.inactive_fns, self._outer)
+            got = any(isinstance(t, Ret) and t.value is not None and t.value in sub.shadowed
+                      for b in callee.blocks for t in [b.terminator])
+            self._callee_ret[key] = got
+        return got
 
     def is_active(self, v) -> bool:
         return v in self.active
@@ -168,4 +210,83 @@ def _alloca_may_hold_float(a) -> bool:
                 return True
             elif isinstance(u, Call):
                 return True
+    return False
+
+
+class _Slot:
+    __slots__ = ("ptrs", "floats")
+
+    def __init__(self):
+        self.ptrs: list = []      # pointer values stored into the local
+        self.floats = False       # whether it may hold floating-point values
+
+
+def _has_float(t) -> bool:
+    if t.is_float:
+        return True
+    if t.is_vector or t.is_array:
+        return _has_float(t.element)
+    if t.is_struct:
+        return any(_has_float(x) for x in t.elements)
+    return False
+
+
+def _local_slots(fn) -> dict:
+    """Allocas whose address never escapes -- every use, through GEPs and casts, is a
+    load from it or a store to it (or a lifetime/debug marker) -- and what they hold.
+    An alloca stored into with anything but whole pointers and loaded as a pointer
+    (pointer bits through an integer) is left out: its pointers cannot be followed."""
+    out = {}
+    for b in fn.blocks:
+        for a in b.instructions:
+            if not isinstance(a, Alloca):
+                continue
+            st, ok = _Slot(), True
+            st.floats = _has_float(a.allocated_type)
+            loads_ptr = other_stores = False
+            work, seen = [a], set()
+            while work and ok:
+                v = work.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                for u in v.uses:
+                    user = u.user
+                    if isinstance(user, GEP) and u.index == 0:
+                        work.append(user)
+                    elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
+                        work.append(user)
+                    elif isinstance(user, Load):
+                        t = user.type
+                        loads_ptr |= t.is_pointer
+                        st.floats |= _has_float(t)
+                        if not t.is_pointer and _has_ptr(t):
+                            ok = False
+                    elif isinstance(user, Store) and u.index == 1:
+                        x = user.operand(0)
+                        if x.type.is_pointer:
+                            st.ptrs.append(x)
+                        elif _has_ptr(x.type):
+                            ok = False
+                        else:
+                            st.floats |= _has_float(x.type)
+                            other_stores |= not _has_float(x.type)
+                    elif isinstance(user, Call) and (user.callee_name or "").startswith(
+                            ("llvm.lifetime.", "llvm.dbg.")):
+                        pass
+                    else:
+                        ok = False
+                        break
+            if ok and not (loads_ptr and other_stores):
+                out[a] = st
+    return out
+
+
+def _has_ptr(t) -> bool:
+    if t.is_pointer:
+        return True
+    if t.is_vector or t.is_array:
+        return _has_ptr(t.element)
+    if t.is_struct:
+        return any(_has_ptr(x) for x in t.elements)
     return False
