@@ -5,8 +5,6 @@ structs are added element-wise), libm calls by base name, and memory ops.
 
 from __future__ import annotations
 
-import struct
-
 from ..ir import types as T
 from ..ir.instructions import (BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue, FCmp,
                                GEP, ICmp, InsertElement, InsertValue, Load, Phi, Ret, Select,
@@ -49,18 +47,6 @@ def zero(ty):
     return ZeroInit(ty)
 
 
-def is_floatish(ty) -> bool:
-    if ty.is_float:
-        return True
-    if ty.is_vector:
-        return ty.element.is_float
-    if ty.is_struct:
-        return any(is_floatish(t) for t in ty.elements)
-    if ty.is_array:
-        return is_floatish(ty.element)
-    return False
-
-
 class Emitter:
     def __init__(self, module):
         self.module = module
@@ -96,15 +82,7 @@ class Emitter:
         if ty.is_vector:
             from ..ir.values import ConstantSplat
             return ConstantSplat(ty, [self.const(v, ty.element)])
-        v = float(v)
-        if ty.kind in ("float", "half"):
-            # LLVM wants float constants spelled as a double that is exactly the float
-            # value; hex spelling avoids decimal round-off (ir's fp_text is too lax here)
-            f = "<f" if ty.kind == "float" else "<e"
-            v = struct.unpack(f, struct.pack(f, v))[0]
-            text = "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
-            return ConstantFP(ty, v, text)
-        return ConstantFP(ty, v)
+        return ConstantFP(ty, float(v))  # ir.values.fp_text rounds and spells it exactly
 
     # -- arithmetic ------------------------------------------------------------
     def binop(self, op, a, b):
