@@ -248,3 +248,31 @@ def optimize_functions(text: str, names: list[str], level: int = 2) -> str:
         fpm.run(fn, pb)
     verify(mod, "the module after pre-AD optimisation")
     return str(mod)
+
+
+def promote_functions(text: str, names: list[str]) -> str:
+    """Before reading ``__enzyme_*`` call sites: inline ``alwaysinline`` functions and
+    promote locals (SROA, instcombine) in the named functions, so that values passed
+    through local memory (``<enzyme/utils>`` at -O0) reach the calls directly.  No
+    module-level optimisation: marker globals must stay loads.  Returns the text."""
+    mod = parse_assembly(text, "the module before call-site promotion")
+    tm = _target_machine(level=2, triple=mod.triple)
+    pto = _llvm.create_pipeline_tuning_options(speed_level=2)
+    pb = _llvm.create_pass_builder(tm, pto)
+    mpm = _llvm.create_new_module_pass_manager()
+    mpm.add_always_inliner_pass()
+    mpm.run(mod, pb)
+    fpm = _llvm.create_new_function_pass_manager()
+    fpm.add_sroa_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_sroa_pass()
+    for name in names:
+        try:
+            fn = mod.get_function(name)
+        except NameError:
+            continue  # an always_inline function, inlined and gone
+        if not fn.is_declaration:
+            fpm.run(fn, pb)
+    verify(mod, "the module after call-site promotion")
+    return str(mod)
+

@@ -71,6 +71,9 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     if not found:
         return
     t0 = time.perf_counter()
+    from .promote import promote_call_sites
+    if promote_call_sites(module, found, log):
+        found = find_sites(module)
     Registry.read(module)  # check the registration globals before anything else
     sites = [parse_site(c, mode) for c, mode in found]
     registry = Registry.read(module)

@@ -75,7 +75,17 @@ class AutodiffSite:
 
 
 def location(call) -> str:
+    """Where the user wrote the call: through ``inlinedAt`` to the outermost caller
+    (a call inside an always_inline helper such as ``enzyme::autodiff``)."""
     loc = call.debug_loc
+    md, mod = call.get_metadata("dbg"), call.module
+    if loc is not None and md is not None and mod is not None:
+        for _ in range(64):
+            outer = mod._md_fields(md).get("inlinedAt")
+            if not outer:
+                break
+            md = outer
+        loc = mod.debug_location(md) or loc
     if loc is not None:
         f, line, col = loc
         return f"{f}:{line}:{col}" if col else f"{f}:{line}"
@@ -83,13 +93,33 @@ def location(call) -> str:
     return f"in function '{fn.name}'" if fn is not None else "?"
 
 
+def entry_name(name: str) -> str:
+    """``name`` itself, or for an Itanium-mangled C++ function (a template such as
+    ``<enzyme/utils>``'s ``__enzyme_autodiff<R>(void *, T...)``, possibly in a
+    namespace) its unqualified name."""
+    if not name.startswith("_Z"):
+        return name
+    i = 2 + (name[2:3] == "N")
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        n = int(name[i:j])
+        part = name[j:j + n]
+        if part.startswith("__enzyme_"):
+            return part
+        i = j + n
+    return name
+
+
 def find_sites(module):
     """Every call to an ``__enzyme_*`` entry point, in module order."""
     out = []
     for fn in list(module.functions):
         mode = None
+        ename = entry_name(fn.name)
         for prefix, m in ENTRY_PREFIXES.items():
-            if fn.name.startswith(prefix):
+            if ename.startswith(prefix):
                 mode = m
         if mode is None:
             continue
@@ -109,7 +139,7 @@ def _const_int(v, what, loc):
 
 def parse_site(call, mode) -> AutodiffSite:
     loc = location(call)
-    name = call.callee_name
+    name = entry_name(call.callee_name or "")
     if mode in ("batch", "fwdsplit"):
         what = ("the batched primal (__enzyme_batch)" if mode == "batch"
                 else "forward split mode (__enzyme_fwdsplit)")

@@ -757,7 +757,7 @@ class ReverseGen:
             return got
         if isinstance(v, _PURE):
             c = v.clone({})
-            c.metadata, c.name = [], None
+            c.metadata, c.name, c.dbg_records = [], None, []
             for u in c.operand_uses:
                 # poison lanes become zeros: the adjoint of a lane nobody uses is 0, and
                 # 0 * poison would be poison
@@ -807,7 +807,7 @@ class ReverseGen:
                 return got
         if isinstance(p, (GEP, Cast)):
             c = p.clone({})
-            c.metadata, c.name = [], None
+            c.metadata, c.name, c.dbg_records = [], None, []
             c.set_operand(0, self.shadow(p.operand(0), b))
             for u in c.operand_uses[1:]:
                 c.set_operand(u.index, self.primal(u.value, b))

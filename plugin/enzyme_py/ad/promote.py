@@ -1,0 +1,97 @@
+"""Promote what reaches an ``__enzyme_*`` call through memory before the call is read.
+
+Calls written directly (``__enzyme_autodiff((void *)f, enzyme_dup, x, dx)``) show
+``ptr @f`` and ``load i32, ptr @enzyme_dup`` as arguments at any -O level.  Calls built
+by templates — ``<enzyme/utils>``'s ``enzyme::autodiff``, whose always_inline helpers
+pass the function and the markers through parameters and tuples — show that only once
+the helpers are inlined and their locals promoted to registers, which clang does at
+-O1 and above but not at -O0 (it inlines, then leaves allocas, stores and memcpys).
+
+So when some call site's function is not a constant, or an argument is loaded from
+local memory, the functions holding such calls (and, through always_inline functions,
+their callers) lose ``optnone`` and get the always-inliner, SROA and instcombine — no
+global optimisation, so ``load @enzyme_dup`` is never folded to a constant.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir.instructions import Call, Cast, Invoke, Load
+
+__all__ = ["promote_call_sites"]
+
+
+def _target(call):
+    args = call.args
+    i = 1 if call.arg_attrs and "sret" in (call.arg_attrs[0] or "") else 0
+    if i >= len(args):
+        return None
+    t = args[i]
+    while isinstance(t, Cast) or (t.is_constant and not t.is_global
+                                  and getattr(t, "opcode", None) == "bitcast"):
+        t = t.operand(0)
+    return t
+
+
+def _unresolved(call) -> bool:
+    t = _target(call)
+    if t is None or not getattr(t, "is_function", False):
+        return True
+    for a in call.args:
+        while isinstance(a, Cast):
+            a = a.operand(0)
+        if isinstance(a, Load) and a.type.is_int and not a.operand(0).is_global:
+            return True     # maybe a marker that went through a local variable
+    return False
+
+
+def _attrs(module, fn) -> str:
+    text = fn.fn_attrs or ""
+    return re.sub(r"#(\d+)", lambda m: module.attribute_groups.get(m.group(1), ""), text)
+
+
+def _strip_optnone(module, fn, cache) -> None:
+    """Drop ``optnone`` (kept: ``noinline``) from ``fn``'s attributes."""
+    pat = r"(?<![\"\w])optnone(?![\"\w])"
+    fn.fn_attrs = re.sub(pat, "", fn.fn_attrs or "")
+    m = re.search(r"#(\d+)", fn.fn_attrs)
+    if not m:
+        return
+    key = m.group(1)
+    text = module.attribute_groups.get(key, "{ }")
+    if not re.search(pat, text):
+        return
+    if key not in cache:
+        n = max((int(k) for k in module.attribute_groups if k.isdigit()), default=-1) + 1
+        module.attribute_groups[str(n)] = re.sub(pat, "", text)
+        cache[key] = str(n)
+    fn.fn_attrs = fn.fn_attrs.replace(f"#{key}", f"#{cache[key]}")
+
+
+def promote_call_sites(module, found, log=lambda s: None) -> bool:
+    """Promote the functions holding unresolved call sites of ``found`` (pairs of call
+    and mode, from ``find_sites``); returns whether the module was rewritten."""
+    from .. import llvm
+    from ..ir import parse_module, print_module
+    from . import _swap_module
+
+    work = [c.function for c, _ in found if _unresolved(c)]
+    fns: list = []
+    while work:
+        f = work.pop()
+        if f is None or f in fns:
+            continue
+        fns.append(f)
+        if re.search(r"(?<![\"\w])alwaysinline(?![\"\w])", _attrs(module, f)):
+            work.extend(u.user.function for u in f.uses if isinstance(u.user, (Call, Invoke)))
+    if not fns:
+        return False
+    cache: dict = {}
+    for f in fns:
+        _strip_optnone(module, f, cache)
+    text = llvm.promote_functions(print_module(module), [f.name for f in fns])
+    _swap_module(module, parse_module(text))
+    log(f"promoted the locals of {len(fns)} function(s) holding __enzyme_* calls: "
+        + ", ".join(f.name for f in fns))
+    return True
