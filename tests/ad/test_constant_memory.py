@@ -156,3 +156,31 @@ def test_mixing_shadowed_and_constant_pointers_is_an_error(tmp_path, opt, extra)
     assert r.returncode != 0
     assert "in function 'f': error: a pointer without a shadow" in r.stderr, r.stderr
     assert "note: pass that memory with enzyme_dup" in r.stderr, r.stderr
+
+
+MIXED_FORWARD = r"""
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_fwddiff(void *, ...);
+static const double TABLE[4] = {1.5, 2.5, 3.5, 4.5};
+
+double g(double *x, int c) {
+    const double *p = c ? x : TABLE;   /* a tangent read through TABLE would be 1.5 */
+    return p[0] * x[1];
+}
+
+int main(void) {
+    double x[2] = {2, 3}, dx[2] = {1, 0};
+    printf("%g\n", __enzyme_fwddiff((void *)g, enzyme_dup, x, dx, enzyme_const, 0));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt,extra", MODES)
+def test_forward_mode_never_reads_tangents_from_constant_memory(tmp_path, opt, extra):
+    src = tmp_path / "fwd.c"
+    src.write_text(MIXED_FORWARD)
+    r = enzyme_cc([opt, *extra, str(src), "-o", str(tmp_path / "fwd"), "-lm"], tmp_path)
+    assert r.returncode != 0
+    assert "in function 'g': error: a pointer without a shadow" in r.stderr, r.stderr

@@ -17,13 +17,15 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish, underlying_object
+from ..analysis.activity import (ALLOC_FUNCS, FREE_FUNCS, Activity, _has_ptr, floatish,
+                                 underlying_object)
 from ..analysis.cfg import CFG
 from ..ir import types as T
 from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
                                FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
                                Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
                                Unreachable)
+from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
 from .emit import Emitter, zero
 from .errors import ADError, NoDerivativeError
@@ -157,8 +159,19 @@ class ForwardGen:
         if isinstance(v, (ConstantNull, Undef, Poison)):
             return [v.clone() for _ in range(self.W)]
         if v not in self.act.shadowed:
-            # inactive memory (a constant global, an enzyme_const pointer) is its own shadow
-            return [self.P_(v)] * self.W
+            if isinstance(v, Function) or (isinstance(v, GlobalVariable)
+                                           and not floatish(v.value_type)
+                                           and not _has_ptr(v.value_type)):
+                return [v] * self.W  # no tangent can be read or written through it
+            # Never the primal pointer: tangents read through that "shadow" would be
+            # the program's values, and tangents stored through it would overwrite them.
+            raise ADError("a pointer without a shadow (constant data: a global, an "
+                          "enzyme_const argument, or a pointer loaded from one) is mixed "
+                          "with pointers that have shadows (stored into differentiated "
+                          "memory, merged by a phi/select, passed or returned)",
+                          location=self.ctx.err_loc(where) if where is not None else None,
+                          hint="pass that memory with enzyme_dup and a shadow, or copy the "
+                               "constant data into a local array first")
         raise ADError("a pointer that may carry derivatives has no shadow",
                       location=self.ctx.err_loc(where) if where is not None else "?",
                       hint="pass the pointer with enzyme_dup and a shadow")
