@@ -4,6 +4,9 @@
  * entry point below is replaced, at link time, by a call to a derivative
  * function that EnzymePy synthesizes from the function you pass.
  *
+ * C++: <enzyme/utils> (or <enzyme/enzyme>) has Enzyme's C++ interface,
+ * enzyme::autodiff<enzyme::Reverse>(f, enzyme::Active{x}, enzyme::Duplicated{p, dp}).
+ *
  * You may instead declare the entry points and markers yourself, as Enzyme's
  * documentation does: entry points are recognised by name prefix, so
  * `double __enzyme_autodiff_xy(void *, double, double);` works too (use one
@@ -37,8 +40,12 @@ __attribute__((weak)) int enzyme_const;
 /* active by-value float (reverse mode), its derivative is returned.
  *   double dx = __enzyme_autodiff((void *)sq, enzyme_out, 3.0); */
 __attribute__((weak)) int enzyme_out;
-/* vector forward mode: N tangents per duplicated argument, N tangents returned.
- *   D4 t = __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dup, x, v0, v1, v2, v3); */
+/* vector mode: N shadows per duplicated argument; forward: N tangents returned; reverse:
+ * each enzyme_out argument's N derivatives (struct { double da[N]; double db[N]; }), the
+ * reverse sweep run once per lane (the function must not read memory it writes);
+ * __enzyme_batch: N values per argument.
+ *   D4 t = __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dup, x, v0, v1, v2, v3);
+ *   D2 g = __enzyme_autodiff_2((void *)f, enzyme_width, 2, a, x, dx0, dx1);  // g.d[k]: df/da, lane k */
 __attribute__((weak)) int enzyme_width;
 /* vector mode, the N shadows as one pointer and a byte stride (shadow k = dxs + k*stride).
  *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, x, dirs, (long)sizeof dirs[0]); */
@@ -46,6 +53,12 @@ __attribute__((weak)) int enzyme_dupv;
 /* as enzyme_dupv; the primal output need not be computed.
  *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dup, x, v, 24L, enzyme_dupnoneedv, y, dy, 24L); */
 __attribute__((weak)) int enzyme_dupnoneedv;
+/* __enzyme_batch: one value for every lane.
+ *   R4 r = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, y); */
+__attribute__((weak)) int enzyme_scalar;
+/* __enzyme_batch: N values, one per lane (the default).
+ *   R2 r = __enzyme_batch_2((void *)f, enzyme_width, 2, enzyme_vector, x0, x1); */
+__attribute__((weak)) int enzyme_vector;
 /* split mode: the tape lives in caller memory of N bytes (a compile-time constant), with enzyme_tape.
  *   __enzyme_augmentfwd((void *)f, enzyme_allocated, 256, enzyme_tape, buf, enzyme_dup, x, dx); */
 __attribute__((weak)) int enzyme_allocated;
@@ -97,6 +110,11 @@ void __enzyme_reverse(void *fn, ...);
 /* Split mode: bytes to allocate for enzyme_allocated (tapes of fixed size only).
  *   long n = __enzyme_augmentsize((void *)f, enzyme_dup, x, dx); */
 long __enzyme_augmentsize(void *fn, ...);
+
+/* Batched primal: fn once per lane, the N results returned (declare the entry point to
+ * return struct { double r[N]; }); each argument is N values or enzyme_scalar, v.
+ *   typedef struct { double r[4]; } R4;  R4 __enzyme_batch_4(void *, ...);
+ *   R4 y = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, c); */
 
 /* ---------------------------------------------------------------------------
  * Registration globals (define them in a file built with enzyme-cc)

@@ -78,7 +78,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     sites = [parse_site(c, mode) for c, mode in found]
     registry = Registry.read(module)
     # the functions to differentiate and everything they call, as private copies
-    work = [s.fn for s in sites]
+    work = [s.fn for s in sites if s.mode != "batch"]
     closure = []
     seen = set()
     while work:
@@ -128,6 +128,9 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         kinds = ["const"] * len(s.fn.args)
         for b in s.bindings:
             kinds[b.index] = b.kind
+        if s.mode == "batch":
+            plans.append((s, None))
+            continue
         primal = clone_of[s.fn]
         if s.mode == "forward":
             plans.append((s, fctx.get(primal, kinds, s.width)))
@@ -135,6 +138,10 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         from ..analysis.activity import floatish
         ret_active = (floatish(primal.return_type) and primal.return_type.is_float
                       and "enzyme_const_return" not in s.ret_markers)
+        if s.mode == "reverse" and s.width > 1:
+            from .rules import libm_rule
+            from .vector import check_lanes_independent
+            check_lanes_independent(primal, s, pure=lambda n: libm_rule(n) is not None)
         plans.append((s, ctx.get(primal, kinds, ret_active, stable_args=s.mode == "reverse")))
     t2 = time.perf_counter()
     fctx.run()
@@ -148,6 +155,9 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
             lower_forward(s, g, module)
         elif s.mode == "reverse":
             lower_site(s, g, module)
+        elif s.mode == "batch":
+            from .vector import lower_batch
+            lower_batch(s, module)
         else:
             lower_split(s, g, module)
         if s.result is not None:

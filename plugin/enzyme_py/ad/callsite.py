@@ -27,7 +27,8 @@ ENTRY_PREFIXES = {"__enzyme_autodiff": "reverse", "__enzyme_fwddiff": "forward",
 MARKERS = {"enzyme_dup", "enzyme_dupnoneed", "enzyme_const", "enzyme_out", "enzyme_width",
            "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_allocated", "enzyme_tape",
            "enzyme_nofree", "enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
-           "enzyme_active_return", "enzyme_dup_return"}
+           "enzyme_active_return", "enzyme_dup_return", "enzyme_scalar", "enzyme_vector"}
+BATCH_MARKERS = {"enzyme_scalar", "enzyme_vector"}    # __enzyme_batch only
 RETURN_MARKERS = {"enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
                   "enzyme_active_return", "enzyme_dup_return"}
 
@@ -140,12 +141,10 @@ def _const_int(v, what, loc):
 def parse_site(call, mode) -> AutodiffSite:
     loc = location(call)
     name = entry_name(call.callee_name or "")
-    if mode in ("batch", "fwdsplit"):
-        what = ("the batched primal (__enzyme_batch)" if mode == "batch"
-                else "forward split mode (__enzyme_fwdsplit)")
-        raise CallSiteError(f"{name}: {what} is not supported by EnzymePy", location=loc,
-                            hint="use enzyme_width with __enzyme_fwddiff (vector forward "
-                                 "mode), or __enzyme_fwddiff")
+    if mode == "fwdsplit":
+        raise CallSiteError(f"{name}: forward split mode (__enzyme_fwdsplit) is not supported "
+                            "by EnzymePy", location=loc,
+                            hint="use __enzyme_fwddiff (combined forward mode)")
     args = call.args
     sret = None
     i = 0
@@ -167,6 +166,9 @@ def parse_site(call, mode) -> AutodiffSite:
     site = AutodiffSite(call, mode, target, sret)
     forward = mode == "forward"
     i += 1
+    if mode == "batch":
+        from .vector import parse_batch
+        return parse_batch(call, target, args, i, site, loc, name)
     params = target.args
     p = 0
 
@@ -225,10 +227,11 @@ def parse_site(call, mode) -> AutodiffSite:
         mk = marker_of(a)
         if mk is not None:
             site.markers.append(a)
-            if mk not in MARKERS:
-                raise CallSiteError(f"illegal enzyme metadata classification '{mk}'",
+            if mk not in MARKERS or mk in BATCH_MARKERS:
+                raise CallSiteError(f"illegal enzyme metadata classification '{mk}'"
+                                    + (" (a __enzyme_batch marker)" if mk in MARKERS else ""),
                                     location=loc, hint="known markers: "
-                                    + ", ".join(sorted(MARKERS)))
+                                    + ", ".join(sorted(MARKERS - BATCH_MARKERS)))
             nxt = config(mk, i)
             if nxt is not None:
                 i = nxt
@@ -307,7 +310,7 @@ def parse_site(call, mode) -> AutodiffSite:
         mk = marker_of(a)
         if mk is not None:
             site.markers.append(a)
-            if mk not in MARKERS:
+            if mk not in MARKERS or mk in BATCH_MARKERS:
                 raise CallSiteError(f"illegal enzyme metadata classification '{mk}'",
                                     location=loc)
             nxt = config(mk, i)
@@ -322,10 +325,10 @@ def parse_site(call, mode) -> AutodiffSite:
     if site.extras and mode not in ("split_reverse",):
         raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
                             f"({len(params)} parameters)", location=loc)
-    if mode in ("reverse", "augment", "split_reverse", "size") and site.width != 1:
+    if mode in ("augment", "split_reverse", "size") and site.width != 1:
         raise CallSiteError(f"{name}: enzyme_width {site.width} (vector mode) is supported "
-                            "by __enzyme_fwddiff only", location=loc,
-                            hint="call the reverse-mode entry once per direction")
+                            "by __enzyme_fwddiff and __enzyme_autodiff only", location=loc,
+                            hint="call the split-mode entries once per direction")
     return site
 
 
@@ -343,10 +346,12 @@ def _coerce(e, v, ty, loc):
                         location=loc)
 
 
-def _args_for(e, site, kinds_fn, loc):
-    """The primal arguments, each duplicated one followed by its W shadows."""
+def _args_for(e, site, kinds_fn, loc, lane=None):
+    """The primal arguments, each duplicated one followed by its W shadows (only lane
+    ``lane``'s when given)."""
     fn = site.fn
     out = []
+    lanes = range(site.width) if lane is None else (lane,)
     for bnd in site.bindings:
         pty = fn.args[bnd.index].type
         out.append(_coerce(e, bnd.value, pty, loc))
@@ -356,12 +361,12 @@ def _args_for(e, site, kinds_fn, loc):
                 base, stride = bnd.dupv
                 base = _coerce(e, base, T.ptr, loc)
                 stride = _coerce(e, stride, T.i64, loc)
-                for k in range(site.width):
+                for k in lanes:
                     off = e.binop("mul", stride, ConstantInt(T.i64, k)) if k else None
                     q = e.gep_bytes(base, off) if off is not None else base
                     out.append(q if pty.is_pointer else e.load(pty, q))
             else:
-                out.extend(_coerce(e, sh, sty, loc) for sh in bnd.shadows)
+                out.extend(_coerce(e, bnd.shadows[k], sty, loc) for k in lanes)
     return out
 
 
@@ -443,20 +448,28 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
     e = Emitter(module).at_before(call)
     tape = Alloca(TAPE_TYPE, align=8)
     call.function.entry_block.insert(0, tape)
-    e.store(ZeroInit(TAPE_TYPE), tape, 8)
     fn = site.fn
-    args = _args_for(e, site, None, loc)
-    primal = e.call_fn(gen.aug, args + [tape])
-    if gen.ret_shadow:
-        primal = e.extractvalue(primal, [0])
-    rargs = list(args)
-    if gen.ret_active:
-        rargs.append(ConstantFP(fn.return_type, 1.0))
-    res = e.call_fn(gen.rev, rargs + [tape])
-    data = e.load(T.ptr, tape, 8)
-    free = e.declare("free", T.void, [T.ptr])
-    e.call_fn(free, [data])
-    outs = [e.extractvalue(res, [k]) for k in range(len(gen.out_args))]
+    W = site.width
+    lanes = []
+    primal = None
+    for k in range(W):
+        # vector mode (enzyme_width): one combined sweep per lane (see ad/vector.py)
+        e.store(ZeroInit(TAPE_TYPE), tape, 8)
+        args = _args_for(e, site, None, loc, lane=k if W > 1 else None)
+        p = e.call_fn(gen.aug, args + [tape])
+        if gen.ret_shadow:
+            p = e.extractvalue(p, [0])
+        primal = p if primal is None else primal
+        rargs = list(args)
+        if gen.ret_active:
+            rargs.append(ConstantFP(fn.return_type, 1.0))
+        res = e.call_fn(gen.rev, rargs + [tape])
+        data = e.load(T.ptr, tape, 8)
+        free = e.declare("free", T.void, [T.ptr])
+        e.call_fn(free, [data])
+        lanes.append([e.extractvalue(res, [j]) for j in range(len(gen.out_args))])
+    # each active argument's W derivatives together: struct { double da[W]; double db[W]; }
+    outs = [lanes[k][j] for j in range(len(gen.out_args)) for k in range(W)]
     if "enzyme_primal_return" in site.ret_markers and not fn.return_type.is_void:
         outs.append(primal)
     _finish(site, _pack(e, site, outs, module, loc))
