@@ -32,7 +32,8 @@ usage: {prog} [options] file...
 A C/C++ compiler driver (clang underneath) that builds programs through
 EnzymePy and differentiates every call to Enzyme's entry points
 (__enzyme_autodiff, __enzyme_fwddiff, __enzyme_augmentfwd, __enzyme_reverse,
-__enzyme_augmentsize; see enzyme.h, which is on the include path).
+__enzyme_augmentsize, __enzyme_batch; see enzyme.h and, for C++, <enzyme/utils>,
+both on the include path).
 Accepts the usual compiler flags (-c -o -O0..-O3 -Os -g -I -D -U -include
 -std= -W* -f* -m* -MD -MMD -MF -MT -x -L -l -Wl, -shared -pthread @file).
 
