@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import enzyme_cc, parse_values
 
 PROGRAM = r"""
@@ -109,7 +108,7 @@ def test_cxx_interface_derivatives(tmp_path, opt):
 
     def close(got, want, tol=1e-12):
         assert len(got) == len(want), (got, want)
-        for a, b in zip(got, want):
+        for a, b in zip(got, want, strict=True):
             assert abs(a - b) <= tol * max(1.0, abs(b)), (got, want)
 
     close(v["rev"], [dfdx, dfdp, dfdp, dfdp])

@@ -6,7 +6,6 @@ call site."""
 from __future__ import annotations
 
 import pytest
-
 from helpers import build_and_run, enzyme_cc, parse_values
 
 PROGRAM = r"""
@@ -134,7 +133,7 @@ int main(int argc, char **argv) {
 
 def _close(got, want):
     assert len(got) == len(want), (got, want)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         assert abs(a - b) <= 1e-13 * max(1.0, abs(b)), (got, want)
 
 
@@ -152,7 +151,7 @@ def test_vector_reverse_matches_separate_calls(tmp_path, opt):
     _close(v["primal"], [sum(t * t * 1.5 + math.sin(t) * 0.7 for t in x)])
     # only shadows, a global read: dy_i = 2 coef_i y_i * seed_k
     coef, y = [1.0, -2.0, 0.5], [1.0, 2.0, 3.0]
-    _close(v["g8"], [2 * c * t * (k + 1) for k in range(8) for c, t in zip(coef, y)])
+    _close(v["g8"], [2 * c * t * (k + 1) for k in range(8) for c, t in zip(coef, y, strict=True)])
     _close(v["batch"], [0.5, 2.0, 4.5, 8.0])
     _close(v["batchf"], [3.0, 5.0])
 

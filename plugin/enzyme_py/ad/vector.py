@@ -21,8 +21,7 @@ returns the N results (``struct { double r[N]; }``).
 
 from __future__ import annotations
 
-from ..analysis.overwrite import ARG, CONST, GLOBAL, LOCAL, UNKNOWN, call_writes, \
-    underlying_objects
+from ..analysis.overwrite import ARG, CONST, GLOBAL, LOCAL, call_writes, underlying_objects
 from ..ir.instructions import AtomicRMW, Call, CmpXchg, Invoke, Load, Store
 from .errors import CallSiteError
 
@@ -71,7 +70,7 @@ def _effects(fn, argmap, dl, module, pure, stack, reads, writes):
                 callee = inst.called_function
                 if callee is not None and not callee.is_declaration:
                     sub = {a: _objs(v, dl, argmap) if a.type.is_pointer else set()
-                           for a, v in zip(callee.args, inst.args)}
+                           for a, v in zip(callee.args, inst.args, strict=False)}
                     _effects(callee, sub, dl, module, pure, stack, reads, writes)
                     continue
                 if name.startswith(_READS_NOTHING) or (pure is not None and pure(name)):
