@@ -204,12 +204,15 @@ class Driver:
         cmd += a.dep_flags
         cmd += self.include_flags()
         if src.lang not in ("assembler", "assembler-with-cpp"):
-            # The LTO pre-link pipeline: optimized, but not yet vectorized or
-            # unrolled, which is the IR the AD pass wants to see.
+            # ThinLTO's pre-link pipeline: optimized, but not yet vectorized or
+            # unrolled, which is the IR the AD pass wants to see (full LTO's pre-link
+            # pipeline already vectorizes and interleaves: the AD pass then caches
+            # vector registers and the remainder loops and runtime alias checks too).
+            # The final -O pipeline after AD vectorizes everything.
             if bitcode_only:
-                cmd += ["-flto=full", "-emit-llvm"]
+                cmd += ["-flto=thin", "-emit-llvm"]
             elif self.clang.fat_lto:
-                cmd += ["-flto=full", "-ffat-lto-objects"]
+                cmd += ["-flto=thin", "-ffat-lto-objects"]
             else:
                 cmd.append("-fembed-bitcode=all")  # clang < 17: no fat LTO objects
         cmd += ["-c", "-x", src.lang, src.path, "-o", out]
