@@ -118,6 +118,42 @@ class Context:
     def err_loc(self, inst):
         return inst_location(inst, self.names)
 
+    def cache_scope(self) -> str:
+        """The alias scope (a ``!{!scope}`` list) of the cache memory: the frames, loop
+        buffers and tape data that only the generated cache loads and stores touch.
+        Every other memory access of a generated function is ``!noalias`` to it, so
+        LLVM may keep cached values and shadow pointers in registers across shadow
+        stores (and vectorise the reverse loops)."""
+        ref = getattr(self, "_cache_scope", None)
+        if ref is None:
+            md = self.module.metadata
+            dom = self.module.add_metadata("!{}")
+            md[dom[1:]] = f'distinct !{{{dom}, !"enzyme_py.cache"}}'
+            scope = self.module.add_metadata("!{}")
+            md[scope[1:]] = f'distinct !{{{scope}, {dom}, !"enzyme_py.cache"}}'
+            ref = self._cache_scope = self.module.add_metadata(f"!{{{scope}}}")
+            self._noalias_lists = {}
+        return ref
+
+    def noalias_with_cache(self, existing) -> str:
+        """A ``!noalias`` list: ``existing`` (a list reference or None) plus the cache."""
+        ref = self.cache_scope()
+        if existing is None:
+            return ref
+        got = self._noalias_lists.get(existing)
+        if got is None:
+            import re
+            text = self.module.metadata.get(existing[1:], "") if existing.startswith("!") \
+                else ""
+            m = re.fullmatch(r"\s*!\{(.*)\}\s*", text)
+            scope = self.module.metadata[ref[1:]].strip()[2:-1]
+            if m is None:
+                return existing  # not a plain list: leave it as it is
+            items = [x.strip() for x in m.group(1).split(",") if x.strip()]
+            got = self._noalias_lists[existing] = self.module.add_metadata(
+                "!{" + ", ".join(items + [scope]) + "}")
+        return got
+
     def fname(self, fn):
         return self.names.get(fn, fn.name)
 
@@ -569,6 +605,7 @@ class ReverseGen:
         self.slots = {}
         self.memo = {}
         self.dphi = {}
+        self.cache_insts = set()
         self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
             e.at_end(self.rbody[b])
@@ -657,6 +694,7 @@ class ReverseGen:
                 return v
         slot = self.cache.slot(key, level, ty, aug_value)
         ld = Load(ty, ConstantNull(T.ptr), align=8)
+        self.cache_insts.add(ld)
         if here:
             self.e.insert(ld)
         else:
@@ -1120,6 +1158,7 @@ class ReverseGen:
                 e.at_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
                 ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                self.cache_insts.add(ld)
                 self.placeholders.append((ld, s))
                 e.store(ld, self.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
@@ -1151,7 +1190,7 @@ class ReverseGen:
                 malloc = e.declare("malloc", T.ptr, [i64])
                 buf = e.call_fn(malloc, [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
-                e.store(buf, self._aug_addr(bufslot), 8)
+                self.cache_insts.add(e.store(buf, self._aug_addr(bufslot), 8))
             else:
                 # while loop: a buffer that grows (realloc) as the iterations go
                 st = Alloca(T.StructType([T.ptr, i64]), align=8)
@@ -1163,7 +1202,7 @@ class ReverseGen:
                 buf = e.call_fn(self._rt("__enzyme_py_cache_reserve"),
                                 [st, self.aiv[lp], ConstantInt(i64, rec)])
                 self.abuf[lp] = buf
-                e.store(buf, self._aug_addr(bufslot), 8)
+                self.cache_insts.add(e.store(buf, self._aug_addr(bufslot), 8))
                 # stores of the header's phis go after the buffer is known
                 self.aug_setup_end[hdr] = first
         for slot in list(cache.slots.values()):
@@ -1173,7 +1212,7 @@ class ReverseGen:
             if not v.is_instruction:
                 raise ADError("internal: a cached value is not an instruction")
             e.at_before(self._def_point(v))
-            e.store(v, self._aug_addr(slot), 8)
+            self.cache_insts.add(e.store(v, self._aug_addr(slot), 8))
         # -- reverse: fill in the cache addresses
         self.frame_rev = None
         e.at_end(self.rentry)
@@ -1190,7 +1229,8 @@ class ReverseGen:
             reserve = runtime_function(m, "__enzyme_py_tape_reserve")
             p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
-            e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize), ConstantInt(T.i1, 0)])
+            self.cache_insts.add(e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
+                                                    ConstantInt(T.i1, 0)]))
         for b in self.cfg.rpo:
             e.at_end(self.rpop[b])
             e.br(self.rhead[b])
@@ -1201,6 +1241,26 @@ class ReverseGen:
             e.ret(Undef(self.out_type))
         else:
             e.br(self.rpop[self.exit])
+        self._tag_cache_accesses()
+
+    def _tag_cache_accesses(self):
+        """Cache loads/stores get the cache's alias scope, every other load, store and
+        memory intrinsic of the two functions ``!noalias`` to it (see
+        ``Context.cache_scope``)."""
+        if not self.cache_insts:
+            return
+        ctx = self.ctx
+        scope = ctx.cache_scope()
+        for fn in (self.aug, self.rev):
+            for blk in fn.blocks:
+                for inst in blk.instructions:
+                    if inst in self.cache_insts:
+                        inst.set_metadata("alias.scope", scope)
+                    elif isinstance(inst, (Load, Store)) or (
+                            isinstance(inst, Call) and _mem_intrinsic(inst.callee_name or "")
+                            and (inst.callee_name or "").startswith("llvm.")):
+                        inst.set_metadata("noalias",
+                                          ctx.noalias_with_cache(inst.get_metadata("noalias")))
 
 
 
