@@ -183,3 +183,57 @@ int main(void) {
     return 0;
 }
 """
+
+
+NEST3 = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+/* a 3-deep nest whose inner buffers hoist to the outermost preheader (one malloc,
+   indexed by the linearised iteration), and a triangular loop (bound = outer index)
+   whose buffer cannot */
+double f(double *x, int n, int m, int steps) {
+    double *a = malloc(n * sizeof(double));
+    memcpy(a, x, n * sizeof(double));
+    double s = 0.0;
+    for (int t = 0; t < steps; t++) {
+        for (int k = 0; k < m; k++)
+            for (int i = 1; i < n; i++)
+                a[i] = sin(a[i - 1] + 0.1 * k) * a[i] + 0.01 * t;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++)
+                a[i] = a[i] * cos(a[j]);
+        s += a[n - 1] * a[t % n];
+    }
+    free(a);
+    return s;
+}
+int main(void) {
+    double x[6] = {0.3, -0.2, 0.5, 0.9, -0.7, 0.4}, dx[6] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 6, enzyme_const, 3,
+                      enzyme_const, 4);
+    for (int k = 0; k < 6; k++) {
+        double s = x[k], h = 1e-6, p = s + h, m = s - h;
+        x[k] = p; double fp = f(x, 6, 3, 4); x[k] = m; double fm = f(x, 6, 3, 4); x[k] = s;
+        printf("d%d %.17g %.17g\n", k, dx[k], (fp - fm) / (p - m));
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_hoisted_nested_buffers_gradient(tmp_path, opt):
+    _check(build_and_run(tmp_path, NEST3, opt), 1e-5)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_no_leaks_hoisted_nested_buffers(tmp_path):
+    out = build_and_run(tmp_path, NEST3, "-O2",
+                        runner=("valgrind", "--leak-check=full", "--error-exitcode=9",
+                                "--errors-for-leak-kinds=definite,indirect,possible"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "All heap blocks were freed" in out.stderr

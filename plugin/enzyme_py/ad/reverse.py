@@ -1146,9 +1146,73 @@ class ReverseGen:
             base = e.insert(GEP(rec, buf, [e.load(T.i64, self.rc[lp])]))
         return e.gep_bytes(base, slot.offset) if slot.offset else base
 
+    def _plan_hoisted_buffers(self):
+        """{loop L: loop H}: L's per-iteration buffer is one allocation per execution of
+        H's preheader (H an ancestor of L), sized by the product of the trip-count
+        bounds of H and of the loops down to L, instead of one malloc per iteration of
+        L's parent.  H is the outermost ancestor at whose preheader all those bounds
+        can be computed (their operands are defined outside H)."""
+        loops = self.loops.loops
+        needs = {lp: self.cache.has_buffer(lp) for lp in loops}
+        for lp in sorted(loops, key=lambda x: -x.depth):   # a child's buffer pointer
+            if needs[lp] and lp.parent is not None:          # lives in its parent's record
+                needs[lp.parent] = True
+
+        def computable(lp, h):
+            tc = lp.count
+            if tc is None or tc.phi.type.width > 64:
+                return False
+            a, b, _ = tc.distance()
+            return all(not (v.is_instruction and v.parent in h.blocks) for v in (a, b))
+
+        plan = {}
+        for lp in loops:
+            if not needs[lp] or lp.count is None:
+                continue
+            chain, best, h = [lp], None, lp.parent
+            while h is not None and h.preheader is not None:
+                chain.append(h)
+                if not all(computable(x, h) for x in chain):
+                    break
+                best, h = h, h.parent
+            if best is not None:
+                plan[lp] = best
+        return plan
+
+    def _hoisted_buffer(self, lp, rec):
+        """Forward: allocate the buffer of ``lp`` (hoisted to ``H = self.hoist[lp]``) in
+        H's preheader, and return the pointer to the records of the current
+        execution of ``lp`` (computed in lp's preheader)."""
+        e, i64 = self.e, T.i64
+        h = self.hoist[lp]
+        chain = []
+        x = lp
+        while x is not h:
+            chain.append(x)
+            x = x.parent
+        chain.append(h)
+        chain.reverse()                                      # H, ..., lp
+        e.at_before(self.vmap[h.preheader].terminator)
+        bounds = [emit_trip_bound(e, _MappedCount(x.count, self.vmap)) for x in chain]
+        total = ConstantInt(i64, rec)
+        for nb in bounds:
+            total = e.binop("mul", total, nb)
+        big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
+        bigslot = self.cache.slots[(("big", lp), h.parent)]
+        self.cache_insts.add(e.store(big, self._aug_addr(bigslot), 8))
+        e.at_before(self.vmap[lp.preheader].terminator)
+        lin = self.aiv[h]
+        for x, nb in zip(chain[1:-1], bounds[1:-1]):
+            lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
+        off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
+        return e.insert(GEP(T.i8, big, [off]))
+
     def _finalize(self):
         e, dl, m = self.e, self.ctx.module.datalayout, self.ctx.module
         cache = self.cache
+        self.hoist = self._plan_hoisted_buffers()
+        for lp, h in self.hoist.items():
+            cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
         cache.assign_offsets(self.loops.loops)
         self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
         i64 = T.i64
@@ -1163,9 +1227,18 @@ class ReverseGen:
                 e.store(ld, self.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
         for lp, blk in self.leave_points:
-            if cache.has_buffer(lp):
+            if cache.has_buffer(lp) and lp not in self.hoist:
                 e.at_before(blk.terminator)
-                e.call_fn(free, [e.load(T.ptr, self.rbuf[lp])])
+                counted = lp.count is not None and lp.count.phi.type.width <= 64
+                e.call_fn(self._rt("__enzyme_py_cache_free") if counted else free,
+                          [e.load(T.ptr, self.rbuf[lp])])
+            for inner, h in self.hoist.items():
+                if h is lp:
+                    e.at_before(blk.terminator)
+                    ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    self.cache_insts.add(ld)
+                    self.placeholders.append((ld, cache.slots[(("big", inner), h.parent)]))
+                    e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: the frame, the loop buffers, the stores
         aug_entry = self.aug.blocks[0]
         fsize = cache.size.get(None, 0)
@@ -1183,12 +1256,16 @@ class ReverseGen:
             ph = self.vmap[lp.preheader]
             hdr = self.vmap[lp.header]
             n = None
+            if lp in self.hoist:
+                self.abuf[lp] = self._hoisted_buffer(lp, rec)
+                self.cache_insts.add(e.store(self.abuf[lp], self._aug_addr(bufslot), 8))
+                continue
             if lp.count is not None:
                 e.at_before(ph.terminator)
                 n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
             if n is not None:
-                malloc = e.declare("malloc", T.ptr, [i64])
-                buf = e.call_fn(malloc, [e.binop("mul", n, ConstantInt(i64, rec))])
+                buf = e.call_fn(self._rt("__enzyme_py_cache_alloc"),
+                                [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
                 self.cache_insts.add(e.store(buf, self._aug_addr(bufslot), 8))
             else:

@@ -6,6 +6,12 @@
 - ``__enzyme_py_cache_reserve(state, i, rec) -> ptr``: the buffer of a while loop's
   per-iteration cache, ``state = {ptr data, i64 capacity}``, grown (realloc) so that
   record ``i`` (of ``rec`` bytes) fits;
+- ``__enzyme_py_cache_alloc(n) -> ptr`` / ``__enzyme_py_cache_free(p)``: the
+  buffers of counted loops' caches.  Freed buffers go to a small pool (``POOL_SLOTS``
+  slots, taken and returned with atomic exchanges, so threads may share it) that the
+  next gradient reuses: a large buffer that went back to the system would be
+  page-faulted in again on every call (glibc mmaps and unmaps blocks over its
+  threshold, and trims the heap top), which costs more than the AD itself;
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
   of T data (``ds[i] += dd[i]; dd[i] = 0``);
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
@@ -17,6 +23,7 @@ from ..ir import types as T
 from ..ir.values import ConstantFP, ConstantInt
 
 TAPE_TYPE = T.StructType([T.ptr, T.i64, T.i64])
+POOL_SLOTS = 8
 
 
 def _new(module, name, ret, params, attrs="nounwind"):
@@ -96,6 +103,8 @@ def runtime_function(module, name, ty=None):
         e.at_end(fast)
         e.ret(e.load(T.ptr, st, 8))
         return fn
+    if name in ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free"):
+        return _cache_pool(module, e, name)
     if name.startswith("__enzyme_py_memcpy_adj"):
         full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"
         fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])
@@ -216,3 +225,119 @@ def runtime_function(module, name, ty=None):
         e.ret(e.binop("fadd", rt, s))
         return fn
     raise KeyError(name)
+
+
+def _cache_pool(module, e, name):
+    """Blocks carry a 16-byte header holding their capacity; the pool is an array of
+    ``POOL_SLOTS`` block pointers (null: empty)."""
+    from ..ir.instructions import GEP, AtomicRMW, CmpXchg, ExtractValue
+    from ..ir.values import ConstantNull, ZeroInit
+    from .emit import Emitter
+    i64 = T.i64
+    pool_ty = T.ArrayType(T.ptr, POOL_SLOTS)
+    pool = module.get_global("__enzyme_py_cache_pool")
+    if pool is None:
+        pool = module.add_global("__enzyme_py_cache_pool", pool_ty, ZeroInit(pool_ty),
+                                 linkage="internal", align=8, unique=False)
+    null = ConstantNull(T.ptr)
+    if name == "__enzyme_py_cache_alloc":
+        fn, new = _new(module, name, T.ptr, [i64])
+        if not new:
+            return fn
+        (n,) = fn.args
+        entry, loop, have, reuse, put_back, nxt, fresh = (
+            fn.append_basic_block(x) for x in ("entry", "loop", "have", "reuse", "putback",
+                                              "next", "fresh"))
+        e.at_end(entry)
+        e.br(loop)
+        e.at_end(loop)
+        i = e.phi(i64)
+        slot = e.insert(GEP(pool_ty, pool, [ConstantInt(i64, 0), i]))
+        p = e.insert(AtomicRMW("xchg", slot, null, "acquire", align=8))
+        e.cbr(e.icmp("eq", p, null), nxt, have)
+        e.at_end(have)
+        cap = e.load(i64, p, 8)
+        e.cbr(e.icmp("uge", cap, n), reuse, put_back)
+        e.at_end(reuse)
+        e.ret(e.gep_bytes(p, 16))
+        e.at_end(put_back)                               # too small: back in its slot
+        r = e.insert(CmpXchg(slot, null, p, "acq_rel", "acquire", align=8))
+        done = e.insert(ExtractValue(r, [1]))
+        drop = fn.append_basic_block("drop")
+        e.cbr(done, nxt, drop)
+        e.at_end(drop)
+        free = e.declare("free", T.void, [T.ptr])
+        e.call_fn(free, [p])
+        e.br(nxt)
+        e.at_end(nxt)
+        i1 = e.binop("add", i, ConstantInt(i64, 1))
+        e.cbr(e.icmp("ult", i1, ConstantInt(i64, POOL_SLOTS)), loop, fresh)
+        i.add_incoming(ConstantInt(i64, 0), entry)
+        i.add_incoming(i1, nxt)
+        e.at_end(fresh)
+        malloc = e.declare("malloc", T.ptr, [i64])
+        raw = e.call_fn(malloc, [e.binop("add", n, ConstantInt(i64, 16))])
+        e.store(n, raw, 8)
+        e.ret(e.gep_bytes(raw, 16))
+        return fn
+    fn, new = _new(module, name, T.void, [T.ptr])
+    if not new:
+        return fn
+    (q,) = fn.args
+    entry, start, loop, nxt, out, done = (
+        fn.append_basic_block(x) for x in ("entry", "start", "loop", "next", "out", "done"))
+    e.at_end(entry)
+    e.cbr(e.icmp("eq", q, null), done, start)
+    e.at_end(start)
+    raw = e.gep_bytes(q, -16)
+    e.br(loop)
+    e.at_end(loop)
+    i = e.phi(i64)
+    slot = e.insert(GEP(pool_ty, pool, [ConstantInt(i64, 0), i]))
+    r = e.insert(CmpXchg(slot, null, raw, "acq_rel", "acquire", align=8))
+    pooled = fn.append_basic_block("pooled")
+    e.cbr(e.insert(ExtractValue(r, [1])), pooled, nxt)
+    # the first block pooled registers (atexit) the function that empties the pool
+    e.at_end(pooled)
+    flag = module.get_global("__enzyme_py_cache_pool_drain")
+    if flag is None:
+        flag = module.add_global("__enzyme_py_cache_pool_drain", T.i32,
+                                 ConstantInt(T.i32, 0), linkage="internal", align=4,
+                                 unique=False)
+    old = e.insert(AtomicRMW("xchg", flag, ConstantInt(T.i32, 1), "monotonic", align=4))
+    reg = fn.append_basic_block("register")
+    e.cbr(e.icmp("eq", old, ConstantInt(T.i32, 0)), reg, done)
+    drain = _pool_drain(module, Emitter(module), pool, pool_ty)
+    e.at_end(reg)
+    atexit = e.declare("atexit", T.i32, [T.ptr])
+    e.call_fn(atexit, [drain])
+    e.br(done)
+    e.at_end(nxt)
+    i1 = e.binop("add", i, ConstantInt(i64, 1))
+    e.cbr(e.icmp("ult", i1, ConstantInt(i64, POOL_SLOTS)), loop, out)
+    i.add_incoming(ConstantInt(i64, 0), start)
+    i.add_incoming(i1, nxt)
+    e.at_end(out)
+    free = e.declare("free", T.void, [T.ptr])
+    e.call_fn(free, [raw])
+    e.br(done)
+    e.at_end(done)
+    e.ret()
+    return fn
+
+
+def _pool_drain(module, e, pool, pool_ty):
+    """``__enzyme_py_cache_pool_drain_fn()``: free the pooled blocks (at exit)."""
+    from ..ir.instructions import GEP, AtomicRMW
+    from ..ir.values import ConstantNull
+    fn, new = _new(module, "__enzyme_py_cache_pool_drain_fn", T.void, [])
+    if not new:
+        return fn
+    free = e.declare("free", T.void, [T.ptr])
+    e.at_end(fn.append_basic_block("entry"))
+    for k in range(POOL_SLOTS):
+        slot = e.insert(GEP(pool_ty, pool, [ConstantInt(T.i64, 0), ConstantInt(T.i64, k)]))
+        p = e.insert(AtomicRMW("xchg", slot, ConstantNull(T.ptr), "acquire", align=8))
+        e.call_fn(free, [p])
+    e.ret()
+    return fn
