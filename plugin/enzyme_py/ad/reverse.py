@@ -1202,7 +1202,7 @@ class ReverseGen:
         self.cache_insts.add(e.store(big, self._aug_addr(bigslot), 8))
         e.at_before(self.vmap[lp.preheader].terminator)
         lin = self.aiv[h]
-        for x, nb in zip(chain[1:-1], bounds[1:-1]):
+        for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
             lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
         off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
         return e.insert(GEP(T.i8, big, [off]))
