@@ -4,7 +4,6 @@ valgrind leak check of a gradient that caches inside a while loop."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 

@@ -46,7 +46,7 @@ def program(draw, k):
             lines.append(f"  for (int i = 0; i < {n}; i++) {{")
             lines.append(f"    s = 0.5 * s + 0.3 * tanh({draw(expr(2, True))});")
             if draw(st.booleans()):
-                lines.append(f"    a[i % 4] = 0.9 * a[(i + 1) % 4] + 0.1 * s;")
+                lines.append("    a[i % 4] = 0.9 * a[(i + 1) % 4] + 0.1 * s;")
             lines.append("  }")
         else:
             lines.append(f"  s = s + 0.2 * tanh({draw(expr(3))});")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from enzyme_py.ad.rules import BINARY, LIBM, libm_rule
+from enzyme_py.ad.rules import LIBM, libm_rule
 from helpers import build_and_run, parse_values
 
 # analytic derivatives (per argument) of the libm table entries

@@ -71,7 +71,7 @@ class Registry:
     rule_fns: set = field(default_factory=set)          # names of the rules' functions
 
     @classmethod
-    def read(cls, module) -> "Registry":
+    def read(cls, module) -> Registry:
         r = cls()
         for g in list(module.global_variables):
             name = g.name

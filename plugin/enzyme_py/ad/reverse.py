@@ -158,7 +158,7 @@ class Context:
         return self.names.get(fn, fn.name)
 
 
-_prepared: "set[int]" = set()
+_prepared: set[int] = set()
 
 
 def unify_returns(fn):
@@ -532,9 +532,7 @@ class ReverseGen:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
             g = self.ctx.get(callee, kinds, ret_active)
-            new_args = []
-            for a, k in zip(A.args, kinds):
-                new_args.append(a)
+            new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):
                 call_args.append(a)
@@ -1208,7 +1206,7 @@ class ReverseGen:
         return e.insert(GEP(T.i8, big, [off]))
 
     def _finalize(self):
-        e, dl, m = self.e, self.ctx.module.datalayout, self.ctx.module
+        e, m = self.e, self.ctx.module
         cache = self.cache
         self.hoist = self._plan_hoisted_buffers()
         for lp, h in self.hoist.items():

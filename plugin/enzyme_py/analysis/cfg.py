@@ -148,13 +148,13 @@ class Loop:
     header: object
     blocks: set = field(default_factory=set)
     latches: list = field(default_factory=list)
-    parent: "Loop | None" = None
+    parent: Loop | None = None
     children: list = field(default_factory=list)
     preheader: object = None
     exits: list = field(default_factory=list)       # blocks outside the loop reached from it
     exiting: list = field(default_factory=list)     # blocks inside with an edge out
     trip_count: object = None  # (start, bound, step, predicate) when recognised
-    count: "TripCount | None" = None  # normalised, for sizing per-iteration caches
+    count: TripCount | None = None  # normalised, for sizing per-iteration caches
 
     @property
     def depth(self) -> int:

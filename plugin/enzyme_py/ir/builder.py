@@ -205,7 +205,8 @@ class IRBuilder:
         return self._insert(I.Store(value, ptr, align, volatile, ordering))
 
     def gep(self, source_type, ptr, indices, inbounds=False, name=None, flags=None):
-        """``indices`` may mix Values and Python ints (ints become i64, or i32 for struct fields)."""
+        """``indices`` may mix Values and Python ints (ints become i64, i32 for struct
+        fields)."""
         idx = []
         ty = source_type
         for n, i in enumerate(indices):

@@ -470,7 +470,8 @@ class CmpXchg(Instruction):
     def _print(self, p):
         s = _j("cmpxchg", "weak" if self.weak else "", "volatile" if self.volatile else "",
                ", ".join(p.tv(v) for v in self.operands))
-        return s + _atomic_tail(self.syncscope, f"{self.success} {self.failure}") + _align(self.align)
+        tail = _atomic_tail(self.syncscope, f"{self.success} {self.failure}")
+        return s + tail + _align(self.align)
 
 
 class AtomicRMW(Instruction):

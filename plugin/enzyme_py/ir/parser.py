@@ -851,7 +851,7 @@ class BodyParser(Parser):
             callee = V.InlineAsm(fnty, asm_text)
         s = self.i
         while True:
-            k, t = self.kinds[self.i], self.toks[self.i]
+            k = self.kinds[self.i]
             if k == ATTRGRP:  # LLVM prints call-site attributes as groups
                 self.i += 1
             else:
@@ -1004,7 +1004,8 @@ class BodyParser(Parser):
             j += 1
         sub = Parser(self.module, self.text, 0, 0)
         sub.kinds, sub.toks = self.kinds[:j] + [EOF], self.toks[:j] + [""]
-        sub.starts, sub.ends = self.starts[:j] + [self.ends[j - 1]], self.ends[:j] + [self.ends[j - 1]]
+        sub.starts = self.starts[:j] + [self.ends[j - 1]]
+        sub.ends = self.ends[:j] + [self.ends[j - 1]]
         sub.i = start
         sub.lookup_local = self.lookup_local
         sub.lookup_block = self.lookup_block

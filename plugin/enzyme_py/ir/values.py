@@ -191,12 +191,12 @@ def fp_text(ty: T.Type, v: float) -> str:
             # rejects one that a float cannot hold exactly: round first.
             v = struct.unpack("<f", struct.pack("<f", v))[0]
         if math.isfinite(v):
-            s = "%.6e" % v
+            s = f"{v:.6e}"
             if float(s) == v:  # the decimal must denote exactly this double
                 return s
-        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+        return "0x{:016X}".format(struct.unpack("<Q", struct.pack("<d", v))[0])
     if kind == "half":
-        return "0xH%04X" % struct.unpack("<H", struct.pack("<e", v))[0]
+        return "0xH{:04X}".format(struct.unpack("<H", struct.pack("<e", v))[0])
     if kind == "bfloat":
         return "0xR%04X" % (struct.unpack("<I", struct.pack("<f", v))[0] >> 16)
     if kind == "x86_fp80":
@@ -220,7 +220,7 @@ def _x87_text(v: float) -> str:
 
 
 def _x87_from(sign, exp, mant):
-    return "0xK%04X%016X" % ((sign << 15) | exp, mant)
+    return f"0xK{(sign << 15) | exp:04X}{mant:016X}"
 
 
 def _parse_fp_text(kind: str, text: str) -> float | None:
@@ -299,7 +299,9 @@ class ZeroInit(_Keyword):
 
 
 class ConstantAggregate(Constant):
-    """``{ T a, ... }``, ``<{ ... }>``, ``[ T a, ... ]`` or ``< T a, ... >``; elements are operands."""
+    """``{ T a, ... }``, ``<{ ... }>``, ``[ T a, ... ]`` or ``< T a, ... >``.
+
+    The elements are operands."""
 
     __slots__ = ()
 
