@@ -47,6 +47,32 @@ def zero(ty):
     return ZeroInit(ty)
 
 
+def copy_body(src, dst, vmap):
+    """Append a copy of ``src``'s blocks to the function ``dst``.
+
+    ``vmap`` maps ``src``'s arguments to values of ``dst`` on entry and every block
+    and instruction to its copy on return.  Debug locations and records are dropped:
+    they belong to ``src``'s subprogram, and the verifier rejects them in another
+    function."""
+    for b in src.blocks:
+        vmap[b] = dst.append_basic_block(b.name)
+    new = []
+    for b in src.blocks:
+        nb = vmap[b]
+        for inst in b.instructions:
+            c = inst.clone(vmap)
+            c.metadata = [(k, v) for k, v in c.metadata if k != "dbg"]
+            c.dbg_records = []
+            vmap[inst] = c
+            nb.append(c)
+            new.append(c)
+    for c in new:  # operands defined later in src (phis, back edges)
+        for u in c.operand_uses:
+            mv = vmap.get(u.value)
+            if mv is not None:
+                c.set_operand(u.index, mv)
+
+
 class Emitter:
     def __init__(self, module):
         self.module = module

@@ -27,7 +27,7 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement,
                                Unreachable)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
-from .emit import Emitter, zero
+from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .rules import BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule, tangent
 
@@ -110,23 +110,7 @@ class ForwardGen:
                 lanes = F.args[i:i + W]
                 i += W
                 (self.sh if a.type.is_pointer else self.tan)[a] = list(lanes)
-        for b in P.blocks:
-            vmap[b] = F.append_basic_block(b.name)
-        new = []
-        for b in P.blocks:
-            nb = vmap[b]
-            for inst in b.instructions:
-                c = inst.clone(vmap)
-                c.metadata = [(k, v) for k, v in c.metadata if k != "dbg"]
-                c.dbg_records = []
-                vmap[inst] = c
-                nb.append(c)
-                new.append(c)
-        for c in new:
-            for u in c.operand_uses:
-                mv = vmap.get(u.value)
-                if mv is not None:
-                    c.set_operand(u.index, mv)
+        copy_body(P, F, vmap)
         self.vmap = vmap
         self.pending = []
         for b in self.cfg.rpo:

@@ -30,7 +30,7 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement,
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
-from .emit import Emitter, Lazy, zero
+from .emit import Emitter, Lazy, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .rules import (BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule,
                     reduction_rule)
@@ -259,23 +259,7 @@ class ReverseGen:
         prim, shad, i = self._arg_maps(aug)
         self.tape_aug = aug.args[i]
         vmap = dict(prim)
-        for b in P.blocks:
-            vmap[b] = aug.append_basic_block(b.name)
-        new = []
-        for b in P.blocks:
-            nb = vmap[b]
-            for inst in b.instructions:
-                c = inst.clone(vmap)
-                c.metadata = [(k, v) for k, v in c.metadata if k not in ("dbg",)]
-                c.dbg_records = []
-                vmap[inst] = c
-                nb.append(c)
-                new.append(c)
-        for c in new:
-            for u in c.operand_uses:
-                mv = vmap.get(u.value)
-                if mv is not None:
-                    c.set_operand(u.index, mv)
+        copy_body(P, aug, vmap)
         self.vmap = vmap
         self.sh_aug = dict(shad)
         self.replaced_calls = {}
