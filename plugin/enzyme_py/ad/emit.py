@@ -9,7 +9,8 @@ from ..ir import types as T
 from ..ir.instructions import (BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue, FCmp,
                                GEP, ICmp, InsertElement, InsertValue, Load, Phi, Ret, Select,
                                Store, Switch, UnaryOp)
-from ..ir.values import ConstantFP, ConstantInt, ConstantNull, Poison, Value, ZeroInit
+from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, Poison, Value,
+                         ZeroInit)
 
 # libm names that have an LLVM intrinsic (we prefer the intrinsic: vectors work too)
 _INTRINSIC = {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "pow", "fabs",
@@ -45,6 +46,18 @@ def zero(ty):
     if ty.is_pointer:
         return ConstantNull(ty)
     return ZeroInit(ty)
+
+
+def acc_zero(ty):
+    """The initial value of an adjoint accumulator: -0.0 for floats (and float
+    vectors), ``zero`` otherwise.  ``-0.0 + x`` is exactly ``x`` for every x (``+0.0 + x``
+    turns -0.0 into +0.0), so LLVM folds the first accumulation without fast-math
+    flags, and adjoint chains in reverse loops lose an add per contribution."""
+    if ty.is_float:
+        return ConstantFP(ty, -0.0)
+    if ty.is_vector and ty.element.is_float and not ty.scalable:
+        return ConstantAggregate(ty, [ConstantFP(ty.element, -0.0) for _ in range(ty.count)])
+    return zero(ty)
 
 
 def copy_body(src, dst, vmap):

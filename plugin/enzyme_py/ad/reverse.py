@@ -30,7 +30,7 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement,
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
-from .emit import Emitter, Lazy, copy_body, zero
+from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .rules import (BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule,
                     reduction_rule)
@@ -118,40 +118,54 @@ class Context:
     def err_loc(self, inst):
         return inst_location(inst, self.names)
 
-    def cache_scope(self) -> str:
-        """The alias scope (a ``!{!scope}`` list) of the cache memory: the frames, loop
-        buffers and tape data that only the generated cache loads and stores touch.
-        Every other memory access of a generated function is ``!noalias`` to it, so
-        LLVM may keep cached values and shadow pointers in registers across shadow
-        stores (and vectorise the reverse loops)."""
-        ref = getattr(self, "_cache_scope", None)
+    def cache_scope(self, key=None) -> str:
+        """The alias scope (a ``!{!scope}`` list) of a part of the cache memory that
+        only the generated cache loads and stores touch.  ``key`` None: the frames and
+        the tape (shared by every generated function: frames of nested calls live on
+        one tape); otherwise one loop's buffers (``(function, loop)``: memory that
+        function allocates for that loop alone).  Every other memory access of a
+        generated function is ``!noalias`` to its cache scopes, and cache accesses to
+        the function's other parts, so LLVM may keep cached values and shadow pointers
+        in registers across shadow stores, promote a record slot written in an inner
+        loop out of it, and vectorise the loops."""
+        scopes = getattr(self, "_cache_scopes", None)
+        if scopes is None:
+            scopes = self._cache_scopes = {}
+            self._noalias_lists = {}
+            md = self.module.metadata
+            dom = self._cache_dom = self.module.add_metadata("!{}")
+            md[dom[1:]] = f'distinct !{{{dom}, !"enzyme_py.cache"}}'
+        ref = scopes.get(key)
         if ref is None:
             md = self.module.metadata
-            dom = self.module.add_metadata("!{}")
-            md[dom[1:]] = f'distinct !{{{dom}, !"enzyme_py.cache"}}'
             scope = self.module.add_metadata("!{}")
-            md[scope[1:]] = f'distinct !{{{scope}, {dom}, !"enzyme_py.cache"}}'
-            ref = self._cache_scope = self.module.add_metadata(f"!{{{scope}}}")
-            self._noalias_lists = {}
+            name = "enzyme_py.cache" if key is None else f"enzyme_py.cache.loop{len(scopes)}"
+            md[scope[1:]] = f'distinct !{{{scope}, {self._cache_dom}, !"{name}"}}'
+            ref = scopes[key] = self.module.add_metadata(f"!{{{scope}}}")
         return ref
 
-    def noalias_with_cache(self, existing) -> str:
-        """A ``!noalias`` list: ``existing`` (a list reference or None) plus the cache."""
-        ref = self.cache_scope()
-        if existing is None:
-            return ref
-        got = self._noalias_lists.get(existing)
+    def noalias_with_cache(self, existing, refs) -> str:
+        """A ``!noalias`` list: ``existing`` (a list reference or None) plus the scopes
+        of the ``cache_scope`` lists ``refs``."""
+        key = (existing, tuple(refs))
+        got = self._noalias_lists.get(key)
         if got is None:
             import re
-            text = self.module.metadata.get(existing[1:], "") if existing.startswith("!") \
-                else ""
-            m = re.fullmatch(r"\s*!\{(.*)\}\s*", text)
-            scope = self.module.metadata[ref[1:]].strip()[2:-1]
-            if m is None:
-                return existing  # not a plain list: leave it as it is
-            items = [x.strip() for x in m.group(1).split(",") if x.strip()]
-            got = self._noalias_lists[existing] = self.module.add_metadata(
-                "!{" + ", ".join(items + [scope]) + "}")
+            scopes = [self.module.metadata[r[1:]].strip()[2:-1] for r in refs]
+            if existing is None:
+                items = []
+            else:
+                text = self.module.metadata.get(existing[1:], "") \
+                    if existing.startswith("!") else ""
+                m = re.fullmatch(r"\s*!\{(.*)\}\s*", text)
+                if m is None:
+                    return existing  # not a plain list: leave it as it is
+                items = [x.strip() for x in m.group(1).split(",") if x.strip()]
+            if not items and len(refs) == 1:
+                got = refs[0]
+            else:
+                got = self.module.add_metadata("!{" + ", ".join(items + scopes) + "}")
+            self._noalias_lists[key] = got
         return got
 
     def fname(self, fn):
@@ -587,7 +601,7 @@ class ReverseGen:
         self.slots = {}
         self.memo = {}
         self.dphi = {}
-        self.cache_insts = set()
+        self.cache_insts = {}   # cache load/store -> its level (see _tag_cache_accesses)
         self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
             e.at_end(self.rbody[b])
@@ -598,7 +612,13 @@ class ReverseGen:
         e.at_end(self.rret)
         outs = []
         for a in self.out_args:
-            outs.append(e.load(a.type, self._slot(a)) if a in self.act.active else zero(a.type))
+            if a not in self.act.active:
+                outs.append(zero(a.type))
+                continue
+            d = e.load(a.type, self._slot(a))
+            if a.type.is_fp_or_fp_vector:
+                d = e.add(d, zero(a.type))  # an adjoint nobody added to is -0.0: report +0.0
+            outs.append(d)
         agg = Undef(self.out_type)
         for k, v in enumerate(outs):
             agg = e.insertvalue(agg, v, [k])
@@ -610,7 +630,7 @@ class ReverseGen:
         if s is None:
             s = Alloca(v.type)
             self.rentry.insert(0, s)
-            st = Store(zero(v.type), s)
+            st = Store(acc_zero(v.type), s)
             self.rentry.append(st)
             self.slots[v] = s
         return s
@@ -619,7 +639,7 @@ class ReverseGen:
         e = self.e
         s = self._slot(v)
         t = e.load(v.type, s)
-        e.store(zero(v.type), s)
+        e.store(acc_zero(v.type), s)
         return t
 
     def _add(self, v, x):
@@ -676,7 +696,7 @@ class ReverseGen:
                 return v
         slot = self.cache.slot(key, level, ty, aug_value)
         ld = Load(ty, ConstantNull(T.ptr), align=8)
-        self.cache_insts.add(ld)
+        self.cache_insts[ld] = slot.level
         if here:
             self.e.insert(ld)
         else:
@@ -1103,10 +1123,17 @@ class ReverseGen:
         if isinstance(v, _Invoke):
             nd = v.normal_dest
             return self.aug_setup_end.get(nd) or nd.first_non_phi
-        if isinstance(v, Phi):
-            blk = v.parent
-            return self.aug_setup_end.get(blk) or blk.first_non_phi
+        # At the end of the defining block rather than right after the definition: a
+        # store of a loop-carried phi before the value that feeds it next iteration
+        # keeps the loop vectoriser from treating the phi as a first-order recurrence.
         blk = v.parent
+        term = blk.terminator
+        k = blk.index_of(term)
+        prev = blk.instructions[k - 1] if k > 0 else None
+        if not (isinstance(prev, Call) and prev.tail == "musttail"):
+            return term
+        if isinstance(v, Phi):
+            return self.aug_setup_end.get(blk) or blk.first_non_phi
         return blk.instructions[blk.index_of(v) + 1]
 
     def _aug_addr(self, slot):
@@ -1181,7 +1208,7 @@ class ReverseGen:
             total = e.binop("mul", total, nb)
         big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
         bigslot = self.cache.slots[(("big", lp), h.parent)]
-        self.cache_insts.add(e.store(big, self._aug_addr(bigslot), 8))
+        self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
         e.at_before(self.vmap[lp.preheader].terminator)
         lin = self.aiv[h]
         for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
@@ -1204,7 +1231,7 @@ class ReverseGen:
                 e.at_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
                 ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
-                self.cache_insts.add(ld)
+                self.cache_insts[ld] = s.level
                 self.placeholders.append((ld, s))
                 e.store(ld, self.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
@@ -1218,8 +1245,9 @@ class ReverseGen:
                 if h is lp:
                     e.at_before(blk.terminator)
                     ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
-                    self.cache_insts.add(ld)
-                    self.placeholders.append((ld, cache.slots[(("big", inner), h.parent)]))
+                    bs = cache.slots[(("big", inner), h.parent)]
+                    self.cache_insts[ld] = bs.level
+                    self.placeholders.append((ld, bs))
                     e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: the frame, the loop buffers, the stores
         aug_entry = self.aug.blocks[0]
@@ -1240,7 +1268,7 @@ class ReverseGen:
             n = None
             if lp in self.hoist:
                 self.abuf[lp] = self._hoisted_buffer(lp, rec)
-                self.cache_insts.add(e.store(self.abuf[lp], self._aug_addr(bufslot), 8))
+                self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
                 continue
             if lp.count is not None:
                 e.at_before(ph.terminator)
@@ -1249,7 +1277,7 @@ class ReverseGen:
                 buf = e.call_fn(self._rt("__enzyme_py_cache_alloc"),
                                 [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
-                self.cache_insts.add(e.store(buf, self._aug_addr(bufslot), 8))
+                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
             else:
                 # while loop: a buffer that grows (realloc) as the iterations go
                 st = Alloca(T.StructType([T.ptr, i64]), align=8)
@@ -1261,7 +1289,7 @@ class ReverseGen:
                 buf = e.call_fn(self._rt("__enzyme_py_cache_reserve"),
                                 [st, self.aiv[lp], ConstantInt(i64, rec)])
                 self.abuf[lp] = buf
-                self.cache_insts.add(e.store(buf, self._aug_addr(bufslot), 8))
+                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
                 # stores of the header's phis go after the buffer is known
                 self.aug_setup_end[hdr] = first
         for slot in list(cache.slots.values()):
@@ -1271,7 +1299,7 @@ class ReverseGen:
             if not v.is_instruction:
                 raise ADError("internal: a cached value is not an instruction")
             e.at_before(self._def_point(v))
-            self.cache_insts.add(e.store(v, self._aug_addr(slot), 8))
+            self.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
         # -- reverse: fill in the cache addresses
         self.frame_rev = None
         e.at_end(self.rentry)
@@ -1288,8 +1316,8 @@ class ReverseGen:
             reserve = runtime_function(m, "__enzyme_py_tape_reserve")
             p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
-            self.cache_insts.add(e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
-                                                    ConstantInt(T.i1, 0)]))
+            self.cache_insts[e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
+                                                ConstantInt(T.i1, 0)])] = None
         for b in self.cfg.rpo:
             e.at_end(self.rpop[b])
             e.br(self.rhead[b])
@@ -1303,23 +1331,32 @@ class ReverseGen:
         self._tag_cache_accesses()
 
     def _tag_cache_accesses(self):
-        """Cache loads/stores get the cache's alias scope, every other load, store and
-        memory intrinsic of the two functions ``!noalias`` to it (see
-        ``Context.cache_scope``)."""
+        """Cache loads/stores get the alias scope of their level's memory (the frame
+        and tape, or one loop's buffers) and are ``!noalias`` to the function's other
+        levels; every other load, store and memory intrinsic of the two functions is
+        ``!noalias`` to all of them (see ``Context.cache_scope``)."""
         if not self.cache_insts:
             return
         ctx = self.ctx
-        scope = ctx.cache_scope()
+        levels = sorted(set(self.cache_insts.values()), key=lambda lp: -1 if lp is None
+                        else self.loops.loops.index(lp))
+        scope = {lp: ctx.cache_scope(None if lp is None else (self, lp)) for lp in levels}
+        every = [scope[lp] for lp in levels]
+        others = {lp: [scope[x] for x in levels if x is not lp] for lp in levels}
         for fn in (self.aug, self.rev):
             for blk in fn.blocks:
                 for inst in blk.instructions:
                     if inst in self.cache_insts:
-                        inst.set_metadata("alias.scope", scope)
+                        lp = self.cache_insts[inst]
+                        inst.set_metadata("alias.scope", scope[lp])
+                        if others[lp]:
+                            inst.set_metadata("noalias", ctx.noalias_with_cache(
+                                inst.get_metadata("noalias"), others[lp]))
                     elif isinstance(inst, (Load, Store)) or (
                             isinstance(inst, Call) and _mem_intrinsic(inst.callee_name or "")
                             and (inst.callee_name or "").startswith("llvm.")):
-                        inst.set_metadata("noalias",
-                                          ctx.noalias_with_cache(inst.get_metadata("noalias")))
+                        inst.set_metadata("noalias", ctx.noalias_with_cache(
+                            inst.get_metadata("noalias"), every))
 
 
 
