@@ -12,6 +12,8 @@
   next gradient reuses: a large buffer that went back to the system would be
   page-faulted in again on every call (glibc mmaps and unmaps blocks over its
   threshold, and trims the heap top), which costs more than the AD itself;
+- ``__enzyme_py_shadow_alloc(n)`` / ``_free`` / ``_size`` / ``_realloc``: shadows of
+  heap blocks (zeroed; large ones from the same pool);
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
   of T data (``ds[i] += dd[i]; dd[i] = 0``);
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
@@ -24,6 +26,7 @@ from ..ir.values import ConstantFP, ConstantInt
 
 TAPE_TYPE = T.StructType([T.ptr, T.i64, T.i64])
 POOL_SLOTS = 8
+SHADOW_POOL_MIN = 1 << 16
 
 
 def _new(module, name, ret, params, attrs="nounwind"):
@@ -133,27 +136,46 @@ def runtime_function(module, name, ty=None):
         e.ret()
         return fn
     if name == "__enzyme_py_shadow_alloc":
-        # zeroed shadow memory with a 16-byte header holding the size (for realloc)
+        # zeroed shadow memory after a 16-byte header {i64 capacity, i64 size}: blocks
+        # of SHADOW_POOL_MIN bytes or more come from the cache-buffer pool (capacity >
+        # 0) and are zeroed with memset, since a fresh calloc of that size is an mmap
+        # that page-faults on every call; smaller ones are calloc'd (capacity 0).
         fn, new = _new(module, name, T.ptr, [i64])
         if not new:
             return fn
         (n,) = fn.args
-        e.at_end(fn.append_basic_block("entry"))
+        entry, big, small = (fn.append_basic_block(x) for x in ("entry", "big", "small"))
+        e.at_end(entry)
+        e.cbr(e.icmp("uge", n, ConstantInt(i64, SHADOW_POOL_MIN)), big, small)
+        e.at_end(big)
+        p = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc"), [n])
+        e.store(n, e.gep_bytes(p, -8), 8)
+        memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, i64, T.i1])
+        e.call_fn(memset, [p, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
+        e.ret(p)
+        e.at_end(small)
         calloc = e.declare("calloc", T.ptr, [i64, i64])
-        p = e.call_fn(calloc, [e.binop("add", n, ConstantInt(i64, 16)), ConstantInt(i64, 1)])
-        e.store(n, p, 8)
-        e.ret(e.gep_bytes(p, 16))
+        raw = e.call_fn(calloc, [e.binop("add", n, ConstantInt(i64, 16)), ConstantInt(i64, 1)])
+        e.store(n, e.gep_bytes(raw, 8), 8)
+        e.ret(e.gep_bytes(raw, 16))
         return fn
     if name == "__enzyme_py_shadow_free":
         fn, new = _new(module, name, T.void, [T.ptr])
         if not new:
             return fn
         (s,) = fn.args
-        entry, yes, done = (fn.append_basic_block(x) for x in ("entry", "free", "done"))
+        entry, yes, pooled, plain, done = (
+            fn.append_basic_block(x) for x in ("entry", "free", "pooled", "plain", "done"))
         e.at_end(entry)
         from ..ir.values import ConstantNull
         e.cbr(e.icmp("eq", s, ConstantNull(T.ptr)), done, yes)
         e.at_end(yes)
+        cap = e.load(i64, e.gep_bytes(s, -16), 8)
+        e.cbr(e.icmp("eq", cap, ConstantInt(i64, 0)), plain, pooled)
+        e.at_end(pooled)
+        e.call_fn(runtime_function(module, "__enzyme_py_cache_free"), [s])
+        e.br(done)
+        e.at_end(plain)
         free = e.declare("free", T.void, [T.ptr])
         e.call_fn(free, [e.gep_bytes(s, -16)])
         e.br(done)
@@ -170,7 +192,7 @@ def runtime_function(module, name, ty=None):
         from ..ir.values import ConstantNull
         e.cbr(e.icmp("eq", s, ConstantNull(T.ptr)), done, yes)
         e.at_end(yes)
-        sz = e.load(i64, e.gep_bytes(s, -16), 8)
+        sz = e.load(i64, e.gep_bytes(s, -8), 8)
         e.br(done)
         e.at_end(done)
         e.ret(e.phi(i64, [(ConstantInt(i64, 0), entry), (sz, yes)]))
