@@ -1057,6 +1057,18 @@ class ReverseGen:
         d = self._take(inst)
         x = self._lazy_ops(inst, b)
         r = Lazy(lambda: self.primal(inst, b), inst.type)
+        if base in ("sin", "cos") and args and args[0] in act.active:
+            # d sin(x) = cos(x) dx: the primal's own cos(x) of the same operand and
+            # type in this block (sin and cos of one angle go together: rotations)
+            # instead of a second libm call in the reverse sweep
+            other = "cos" if base == "sin" else "sin"
+            for sib in b.instructions:
+                if isinstance(sib, Call) and sib is not inst and sib.type == inst.type \
+                        and sib.args and sib.args[0] is args[0] \
+                        and (libm_rule(sib.callee_name or "") or (None,))[0] == other:
+                    t = e.mul(d, self.primal(sib, b))
+                    self._add(args[0], t if base == "sin" else e.neg(t))
+                    return
         for k, a in enumerate(args):
             if a in act.active and k < len(rule) and rule[k] is not None:
                 self._add(a, rule[k](e, x, r, d))
