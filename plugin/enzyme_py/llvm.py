@@ -21,6 +21,7 @@ __all__ = [
     "LLVMError",
     "PipelineOptions",
     "llvm_version",
+    "new_context",
     "parse_bitcode",
     "parse_assembly",
     "to_bitcode",
@@ -54,20 +55,29 @@ def llvm_major() -> int:
     return _llvm.llvm_version_info[0]
 
 
-def parse_bitcode(data: bytes, what: str = "bitcode"):
-    """Read a bitcode buffer into a module handle."""
+def new_context():
+    """A fresh LLVM context.  Modules that are linked together must share one;
+    everything else gets its own, so that nothing (named types, uniqued debug
+    metadata) outlives the module that made it in a long-lived process."""
+    _init()
+    return _llvm.create_context()
+
+
+def parse_bitcode(data: bytes, what: str = "bitcode", context=None):
+    """Read a bitcode buffer into a module handle (in ``context``, else a new one)."""
     _init()
     try:
-        return _llvm.parse_bitcode(data)
+        return _llvm.parse_bitcode(data, context or _llvm.create_context())
     except RuntimeError as e:
         raise LLVMError(f"cannot read {what}: {_first_line(e)}") from None
 
 
-def parse_assembly(text: str, what: str = "IR"):
-    """Parse textual IR into a module handle (verifies it as well)."""
+def parse_assembly(text: str, what: str = "IR", context=None):
+    """Parse textual IR into a module handle (in ``context``, else a new one) and
+    verify it."""
     _init()
     try:
-        mod = _llvm.parse_assembly(text)
+        mod = _llvm.parse_assembly(text, context or _llvm.create_context())
     except RuntimeError as e:
         raise LLVMError(f"LLVM cannot parse {what}: {e}") from None
     verify(mod, what)

@@ -294,3 +294,18 @@ def test_any_clang_up_to_llvmlite_major(tmp_path, ecc, clang, clang_cmd):
     run([ecc, "-O2", "main.c", "util.o", "-o", "t", "-lm"], d, env=env)
     run(clang.command(False) + ["main.c", "util.c", "-o", "ref", "-lm"], d)
     assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)
+
+
+@pytest.mark.parametrize("clang_cmd", _other_clangs())
+def test_constructors_and_destructors_run_in_order(tmp_path, ecc, clang, clang_cmd):
+    """llvmlite emits .ctors sections, which lld (the ziglang clang's linker)
+    ignores; the driver lowers them to .init_array/.fini_array."""
+    src = copy_data("structors.c", tmp_path)
+    env = dict(os.environ, ENZYME_CLANG=clang_cmd)
+    env.pop("ENZYME_CLANGXX", None)
+    for opt in ("-O0", "-O2"):
+        run([ecc, opt, src, "-o", "t"], tmp_path, env=env)
+        out = output_of(tmp_path / "t", tmp_path)
+        assert out == (0, "ctor 101\nctor 200\nctor default\nmain\natexit\ndtor\n"), out
+    run(clang.command(False) + [src, "-o", "ref"], tmp_path)
+    assert output_of(tmp_path / "ref", tmp_path) == out

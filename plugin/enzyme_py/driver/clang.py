@@ -46,6 +46,26 @@ class Clang:
     def command(self, cxx: bool) -> list[str]:
         return list(self.cxx if cxx else self.cc)
 
+    def compat_flags(self, user_flags: list[str]) -> list[str]:
+        """Flags that make this clang compile as plain clang does.
+
+        ``zig cc`` differs in its defaults: it targets the host CPU, adds debug
+        info, a stack protector and, at -O0, UBSan checks.  Each default the user
+        did not choose is turned back to clang's."""
+        if not self.is_zig:
+            return []
+        out = []
+        if not any(f.startswith(("-fsanitize", "-fno-sanitize")) for f in user_flags):
+            out.append("-fno-sanitize=all")
+        if not any(f.startswith("-g") for f in user_flags):
+            out.append("-g0")
+        if not any(f.startswith(("-fstack-protector", "-fno-stack-protector"))
+                   for f in user_flags):
+            out.append("-fno-stack-protector")
+        if not any(f.startswith(("-march", "-mcpu", "-mtune")) for f in user_flags):
+            out.append("-mcpu=baseline")
+        return out
+
     def describe(self) -> str:
         return f"{shlex.join(self.cc)} (clang {self.version}, {self.origin})"
 

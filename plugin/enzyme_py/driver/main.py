@@ -192,7 +192,8 @@ class Driver:
     def compile_command(self, src: Input, out: str, bitcode_only: bool,
                         dep_target: str | None) -> list[str]:
         a = self.args
-        cmd = self.clang.command(a.cxx) + a.compile_flags + self.opt_flags()
+        cmd = self.clang.command(a.cxx) + self.clang.compat_flags(a.compile_flags) \
+            + a.compile_flags + self.opt_flags()
         if a.verbose:
             cmd.append("-v")
         if a.dep_gen:
