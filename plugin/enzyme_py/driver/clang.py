@@ -41,7 +41,9 @@ class Clang:
 
     @property
     def is_zig(self) -> bool:
-        return self.origin == "ziglang"
+        """The clang inside zig (``zig cc``, ``python -m ziglang cc``)."""
+        return self.origin == "ziglang" or "ziglang" in self.cc or \
+            os.path.basename(self.cc[0]) == "zig"
 
     def command(self, cxx: bool) -> list[str]:
         return list(self.cxx if cxx else self.cc)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import llvm
+from . import structors
 from ..errors import EnzymeError
 
 
@@ -58,19 +59,6 @@ def transform_text(text: str, cfg: PipelineConfig) -> str:
     return out
 
 
-def _lower_structors(mod):
-    """Constructors/destructors into .init_array/.fini_array (see structors.py)."""
-    text = llvm.to_text(mod)
-    if "@llvm.global_ctors" not in text and "@llvm.global_dtors" not in text:
-        return mod
-    from ..ir import parse_module, print_module
-    from .structors import lower_structors
-    module = parse_module(text)
-    if not lower_structors(module):
-        return mod
-    return llvm.parse_assembly(print_module(module), "the module with lowered constructors")
-
-
 def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> bytes:
     """Link the bitcode modules, run our pipeline on the result and return a
     native object."""
@@ -94,7 +82,7 @@ def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> byte
                                "files written by -save-temps") from None
     opts = llvm.PipelineOptions(level=cfg.level)
     llvm.optimize(mod, opts)
-    mod = _lower_structors(mod)
+    mod = structors.lower_module(mod)
     t3 = time.perf_counter()
     obj = llvm.emit_object(mod, level=cfg.level, cpu=cfg.cpu, features=cfg.features)
     t4 = time.perf_counter()

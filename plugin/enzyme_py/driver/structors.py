@@ -12,6 +12,8 @@ linkers sort by priority).
 
 from __future__ import annotations
 
+from .. import llvm
+from ..ir import parse_module, print_module
 from ..ir import types as T
 from ..ir.values import ConstantAggregate, ConstantInt, ConstantNull, ZeroInit
 
@@ -53,3 +55,15 @@ def lower_structors(module) -> bool:
         g.erase()
         changed = True
     return changed
+
+
+def lower_module(mod):
+    """The same for an LLVM module handle, ready for code generation: returns
+    ``mod`` itself when it has neither list, else a new handle."""
+    text = llvm.to_text(mod)
+    if "@llvm.global_ctors" not in text and "@llvm.global_dtors" not in text:
+        return mod
+    module = parse_module(text)
+    if not lower_structors(module):
+        return mod
+    return llvm.parse_assembly(print_module(module), "the module with lowered constructors")
