@@ -17,7 +17,7 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.activity import (ALLOC_FUNCS, FREE_FUNCS, Activity, _has_ptr, floatish,
+from ..analysis.activity import (ALLOC_FUNCS, FREE_FUNCS, Activity, floatish, has_pointer,
                                  underlying_object)
 from ..analysis.cfg import CFG
 from ..ir import types as T
@@ -145,7 +145,7 @@ class ForwardGen:
         if v not in self.act.shadowed:
             if isinstance(v, Function) or (isinstance(v, GlobalVariable)
                                            and not floatish(v.value_type)
-                                           and not _has_ptr(v.value_type)):
+                                           and not has_pointer(v.value_type)):
                 return [v] * self.W  # no tangent can be read or written through it
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.

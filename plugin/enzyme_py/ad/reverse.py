@@ -1394,13 +1394,13 @@ def _mutable_data_global(v):
     """Whether ``v`` (a constant pointer) points into a writable global that may hold
     floating-point values or pointers: adjoints must never be accumulated there."""
     from ..ir.module import GlobalVariable
-    from ..analysis.activity import _has_ptr
+    from ..analysis.activity import has_pointer
     for _ in range(16):
         if v.is_global or not v.operands:
             break
         v = v.operand(0)
     return isinstance(v, GlobalVariable) and not v.is_constant and (
-        floatish(v.value_type) or _has_ptr(v.value_type))
+        floatish(v.value_type) or has_pointer(v.value_type))
 
 
 def _dead_pointer_web(S):

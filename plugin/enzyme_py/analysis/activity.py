@@ -32,16 +32,26 @@ FREE_FUNCS = {"free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align
               "_ZdlPvmSt11align_val_t"}
 
 
-def floatish(ty) -> bool:
-    if ty.is_float:
+def _contains(ty, leaf) -> bool:
+    """Whether ``ty`` is, or has among its elements (vector, array, struct), a type
+    for which ``leaf`` holds."""
+    if leaf(ty):
         return True
-    if ty.is_vector:
-        return ty.element.is_float
+    if ty.is_vector or ty.is_array:
+        return _contains(ty.element, leaf)
     if ty.is_struct:
-        return any(floatish(t) for t in ty.elements)
-    if ty.is_array:
-        return floatish(ty.element)
+        return any(_contains(t, leaf) for t in ty.elements)
     return False
+
+
+def floatish(ty) -> bool:
+    """Whether values of ``ty`` hold floating-point data."""
+    return _contains(ty, lambda t: t.is_float)
+
+
+def has_pointer(ty) -> bool:
+    """Whether values of ``ty`` hold pointers."""
+    return _contains(ty, lambda t: t.is_pointer)
 
 
 def underlying_object(v, limit=64):
@@ -221,16 +231,6 @@ class _Slot:
         self.floats = False       # whether it may hold floating-point values
 
 
-def _has_float(t) -> bool:
-    if t.is_float:
-        return True
-    if t.is_vector or t.is_array:
-        return _has_float(t.element)
-    if t.is_struct:
-        return any(_has_float(x) for x in t.elements)
-    return False
-
-
 def _local_slots(fn) -> dict:
     """Allocas whose address never escapes -- every use, through GEPs and casts, is a
     load from it or a store to it (or a lifetime/debug marker) -- and what they hold.
@@ -242,7 +242,7 @@ def _local_slots(fn) -> dict:
             if not isinstance(a, Alloca):
                 continue
             st, ok = _Slot(), True
-            st.floats = _has_float(a.allocated_type)
+            st.floats = floatish(a.allocated_type)
             loads_ptr = other_stores = False
             work, seen = [a], set()
             while work and ok:
@@ -259,18 +259,18 @@ def _local_slots(fn) -> dict:
                     elif isinstance(user, Load):
                         t = user.type
                         loads_ptr |= t.is_pointer
-                        st.floats |= _has_float(t)
-                        if not t.is_pointer and _has_ptr(t):
+                        st.floats |= floatish(t)
+                        if not t.is_pointer and has_pointer(t):
                             ok = False
                     elif isinstance(user, Store) and u.index == 1:
                         x = user.operand(0)
                         if x.type.is_pointer:
                             st.ptrs.append(x)
-                        elif _has_ptr(x.type):
+                        elif has_pointer(x.type):
                             ok = False
                         else:
-                            st.floats |= _has_float(x.type)
-                            other_stores |= not _has_float(x.type)
+                            st.floats |= floatish(x.type)
+                            other_stores |= not floatish(x.type)
                     elif isinstance(user, Call) and (user.callee_name or "").startswith(
                             ("llvm.lifetime.", "llvm.dbg.")):
                         pass
@@ -281,12 +281,3 @@ def _local_slots(fn) -> dict:
                 out[a] = st
     return out
 
-
-def _has_ptr(t) -> bool:
-    if t.is_pointer:
-        return True
-    if t.is_vector or t.is_array:
-        return _has_ptr(t.element)
-    if t.is_struct:
-        return any(_has_ptr(x) for x in t.elements)
-    return False
