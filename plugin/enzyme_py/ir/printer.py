@@ -10,6 +10,13 @@ from __future__ import annotations
 from . import values as V
 from .types import quote_name
 
+
+def global_name(name: str) -> str:
+    """``@name``'s spelling: LLVM numbers unnamed globals (``@0``, ``@1``, ...) in
+    definition order; they stay numbered (bare), as function bodies left unparsed
+    refer to them that way."""
+    return name if name.isdigit() else quote_name(name)
+
 __all__ = ["Printer", "print_module", "print_function"]
 
 
@@ -54,7 +61,7 @@ class Printer:
         if s is not None:
             return s
         if v.is_global:
-            return "@" + quote_name(v.name)
+            return "@" + global_name(v.name)
         if v.is_constant:
             return self.const(v)
         if isinstance(v, V.TemplateUser):
@@ -125,7 +132,7 @@ class Printer:
                 self.names = self.number_function(fn)
             return self.instruction(v).lstrip()
         if v.is_global:
-            return f"{v.type} @{quote_name(v.name)}"
+            return f"{v.type} @{global_name(v.name)}"
         return self.tv(v)
 
     # -- instructions, blocks, functions ------------------------------------------
@@ -170,7 +177,7 @@ class Printer:
             params.append(s)
         if ft.varargs:
             params.append("...")
-        s = f"{head} {ft.ret} @{quote_name(fn.name)}({', '.join(params)})"
+        s = f"{head} {ft.ret} @{global_name(fn.name)}({', '.join(params)})"
         if fn.fn_attrs:
             s += " " + fn.fn_attrs
         for kind, v in zip(fn._slot_names, fn.operands):
@@ -195,7 +202,7 @@ class Printer:
         return s
 
     def global_variable(self, g) -> str:
-        s = f"@{quote_name(g.name)} ="
+        s = f"@{global_name(g.name)} ="
         if g.prefix:
             s += " " + g.prefix
         s += " constant " if g.is_constant else " global "
@@ -206,7 +213,7 @@ class Printer:
         return s + g.tail
 
     def alias(self, a) -> str:
-        s = f"@{quote_name(a.name)} ="
+        s = f"@{global_name(a.name)} ="
         if a.prefix:
             s += " " + a.prefix
         return s + f" {a.keyword} {a.value_type}, {self.tv(a.target)}" + (a.tail or "")
