@@ -8,13 +8,16 @@ libraries, make, dependency files, response files, and bad input.
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from enzyme_py.driver import bitcode, elf
 from enzyme_py.driver.clang import find_clang
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -294,6 +297,62 @@ def test_any_clang_up_to_llvmlite_major(tmp_path, ecc, clang, clang_cmd):
     run([ecc, "-O2", "main.c", "util.o", "-o", "t", "-lm"], d, env=env)
     run(clang.command(False) + ["main.c", "util.c", "-o", "ref", "-lm"], d)
     assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)
+
+
+def _lto_plugins() -> dict[str, str]:
+    """LLVM's binutils LTO plugins on this machine, by LLVM major ("14": path)."""
+    found = {}
+    for pattern in ("/usr/lib/bfd-plugins/LLVMgold-*.so", "/usr/lib/llvm-*/lib/LLVMgold.so"):
+        for path in sorted(glob.glob(pattern)):
+            m = re.search(r"(?:LLVMgold-|llvm-)(\d+)", path)
+            if m:
+                found.setdefault(m.group(1), os.path.realpath(path))
+    return found
+
+
+@pytest.mark.parametrize("clang_cmd", _other_clangs())
+def test_objects_link_with_plain_gnu_tools(tmp_path, ecc, clang_cmd, require_tool):
+    """Objects from ``enzyme-cc -c`` are ordinary native objects to GNU ar, nm
+    and ld (through gcc), with any clang, whatever LLVM LTO plugins binutils
+    loads: the default plugin directory's, and each LLVMgold on this machine
+    handed to the tools explicitly.  A plugin older than the clang that wrote
+    bitcode in .llvmbc/.llvm.lto fails to read it and hides every symbol."""
+    for tool in ("gcc", "ar", "nm"):
+        require_tool(tool, "gcc binutils")
+    d = copy_data("staticlib", tmp_path)
+    env = dict(os.environ, ENZYME_CLANG=clang_cmd)
+    env.pop("ENZYME_CLANGXX", None)
+    run([ecc, "-O2", "-c", "poly.c"], d, env=env)
+    with open(os.path.join(d, "poly.o"), "rb") as fh:
+        sections = elf.sections(fh.read())
+    assert bitcode.PRIVATE_SECTION in sections, sorted(sections)
+    assert not set(bitcode.LLVM_SECTIONS) & set(sections), sorted(sections)
+    for n, plugin in enumerate([None, *_lto_plugins().values()]):
+        opt = ["--plugin", plugin] if plugin else []
+        lib = f"libpoly{n}.a"
+        run(["ar", "rcs", *opt, lib, "poly.o"], d)
+        assert " T poly3" in run(["nm", *opt, "poly.o"], d).stdout, plugin
+        assert " T poly3" in run(["nm", *opt, lib], d).stdout, plugin
+        link = ["gcc", "-fuse-ld=bfd", "main.c", "-L.", f"-l{lib[3:-2]}", "-o", "plain"]
+        if plugin:
+            link.insert(1, f"-Wl,-plugin,{plugin}")
+        run(link, d)
+        out = output_of(os.path.join(d, "plain"), d)
+        assert out[0] == 0 and out[1].count("p(") == 5, (plugin, out)
+
+
+def test_old_clang_with_another_llvms_lto_plugin_is_covered():
+    """The case that broke (issue 9): clang older than 17 writes .llvmbc, and an
+    LLVMgold of another LLVM is installed.  Under CI both must be present, so
+    test_objects_link_with_plain_gnu_tools covers it rather than skipping."""
+    old = [m for m in range(14, 17) if shutil.which(f"clang-{m}")]
+    plugins = _lto_plugins()
+    if not old or not any(p != str(m) for m in old for p in plugins):
+        msg = (f"no clang 14-16 (found {old}) with an LLVMgold of another LLVM "
+               f"(found {sorted(plugins)}): apt-get install clang-15 llvm-14-linker-tools")
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
 
 
 @pytest.mark.parametrize("clang_cmd", _other_clangs())

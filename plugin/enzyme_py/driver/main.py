@@ -234,6 +234,7 @@ class Driver:
             out = a.output or os.path.splitext(os.path.basename(src.path))[0] + ".o"
             with atomic_output(out) as tmp_out:
                 self.call(self.compile_command(src, tmp_out, bitcode_only=False, dep_target=out))
+                bitcode.privatize(tmp_out)
 
     # -- linking -----------------------------------------------------------------
 
