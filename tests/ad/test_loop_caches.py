@@ -4,7 +4,6 @@ vector reductions (llvm.vector.reduce.fadd/fmax) after -ffast-math vectorisation
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -91,10 +90,9 @@ def test_nested_loop_cache_gradient(tmp_path, opt):
     _check(build_and_run(tmp_path, NESTED, opt), 1e-5)
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
-def test_no_leaks_nested_loop_cache(tmp_path):
+def test_no_leaks_nested_loop_cache(tmp_path, valgrind):
     out = build_and_run(tmp_path, NESTED, "-O2",
-                        runner=("valgrind", "--leak-check=full", "--error-exitcode=9",
+                        runner=(valgrind, "--leak-check=full", "--error-exitcode=9",
                                 "--errors-for-leak-kinds=definite,indirect,possible"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "All heap blocks were freed" in out.stderr
@@ -230,10 +228,9 @@ def test_hoisted_nested_buffers_gradient(tmp_path, opt):
     _check(build_and_run(tmp_path, NEST3, opt), 1e-5)
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
-def test_no_leaks_hoisted_nested_buffers(tmp_path):
+def test_no_leaks_hoisted_nested_buffers(tmp_path, valgrind):
     out = build_and_run(tmp_path, NEST3, "-O2",
-                        runner=("valgrind", "--leak-check=full", "--error-exitcode=9",
+                        runner=(valgrind, "--leak-check=full", "--error-exitcode=9",
                                 "--errors-for-leak-kinds=definite,indirect,possible"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "All heap blocks were freed" in out.stderr

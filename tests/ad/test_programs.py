@@ -3,7 +3,6 @@ valgrind leak check of a gradient that caches inside a while loop."""
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -51,10 +50,9 @@ def test_while_loop_cache_gradient(tmp_path, opt):
         assert abs(got - want) <= 1e-6 * max(abs(want), 1), name
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
-def test_no_leaks_while_loop_cache(tmp_path):
+def test_no_leaks_while_loop_cache(tmp_path, valgrind):
     out = build_and_run(tmp_path, WHILE_CACHE, "-O2",
-                        runner=("valgrind", "--leak-check=full", "--error-exitcode=9",
+                        runner=(valgrind, "--leak-check=full", "--error-exitcode=9",
                                 "--errors-for-leak-kinds=definite,indirect,possible"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "All heap blocks were freed" in out.stderr

@@ -5,7 +5,6 @@ no leak."""
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -60,10 +59,9 @@ int main(void) {
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_split_matches_combined_and_leaks_nothing(tmp_path, opt):
-    vg = shutil.which("valgrind")
-    runner = (vg, "-q", "--leak-check=full", "--errors-for-leak-kinds=all",
-              "--error-exitcode=3") if vg else ()
+def test_split_matches_combined_and_leaks_nothing(tmp_path, opt, valgrind):
+    runner = (valgrind, "-q", "--leak-check=full", "--errors-for-leak-kinds=all",
+              "--error-exitcode=3")
     out = build_and_run(tmp_path, SPLIT, opt, runner=runner)
     assert out.returncode == 0, out.stdout + out.stderr
     v = parse_values(out.stdout)

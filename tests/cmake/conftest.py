@@ -33,15 +33,24 @@ def cmake() -> str:
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory) -> Install:
-    """This checkout, installed by pip into a fresh prefix."""
+    """This checkout, installed by pip into a fresh prefix.
+
+    The wheel is built once into a temporary folder and installed from there
+    with ``--ignore-installed``: pip must not touch the environment that runs
+    the tests (``pip install --prefix <checkout>`` alone uninstalls a copy of
+    enzyme-py that is already installed in that environment)."""
+    wheels = tmp_path_factory.mktemp("wheel")
     prefix = tmp_path_factory.mktemp("pip-prefix")
-    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-warn-script-location",
-           "--disable-pip-version-check", "-q", "--prefix", str(prefix)]
+    env = dict(os.environ, PIP_ROOT_USER_ACTION="ignore", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels)]
     if importlib.util.find_spec("scikit_build_core") is not None:
-        cmd.append("--no-build-isolation")  # offline and faster; else pip fetches it
-    cmd.append(str(REPO))
-    env = dict(os.environ, PIP_ROOT_USER_ACTION="ignore")
-    run(cmd, cwd=prefix, env=env)
+        build.append("--no-build-isolation")  # offline and faster; else pip fetches it
+    run(build + [str(REPO)], cwd=wheels, env=env)
+    wheel = sorted(wheels.glob("enzyme_py-*.whl"))
+    assert len(wheel) == 1, f"pip wheel made {wheel}"
+    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-warn-script-location",
+         "--ignore-installed", "-q", "--prefix", str(prefix), str(wheel[0])],
+        cwd=prefix, env=env)
     site = Path(sysconfig.get_path("purelib", vars={"base": str(prefix),
                                                     "platbase": str(prefix)}))
     assert (site / "enzyme_py" / "__init__.py").is_file(), f"no enzyme_py under {site}"

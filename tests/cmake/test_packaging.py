@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,18 +22,11 @@ FLAKE = REPO / "flake.nix"
 ANALYTIC = 3 * 2.0 ** 2
 
 
-def _tool(name: str, apt: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} not installed (apt-get install -y {apt})")
-    return path
-
-
 # -- syntax and structure -------------------------------------------------------------
 
 
-def test_homebrew_formula_ruby_syntax():
-    ruby = _tool("ruby", "ruby")
+def test_homebrew_formula_ruby_syntax(require_tool):
+    ruby = require_tool("ruby", "ruby")
     out = run([ruby, "-c", FORMULA])
     assert out.stdout.strip() == "Syntax OK"
 
@@ -49,15 +41,15 @@ def test_homebrew_formula_structure():
     assert re.search(r"^  test do$", text, re.M)
 
 
-def test_nix_flake_parses():
-    nix = _tool("nix-instantiate", "nix-bin")
+def test_nix_flake_parses(require_tool):
+    nix = require_tool("nix-instantiate", "nix-bin")
     run([nix, "--parse", FLAKE])
 
 
-def test_nix_flake_structure(tmp_path):
+def test_nix_flake_structure(tmp_path, require_tool):
     """Evaluate what can be evaluated without nixpkgs: the inputs and the
     outputs function's arguments."""
-    nix = _tool("nix-instantiate", "nix-bin")
+    nix = require_tool("nix-instantiate", "nix-bin")
     expr = (f"let f = import {FLAKE}; in "
             "[ f.inputs.nixpkgs.url (builtins.attrNames (builtins.functionArgs f.outputs)) ]")
     out = run([nix, "--eval", "--strict", "--json", "-E", expr], env=_nix_env(tmp_path)).stdout
