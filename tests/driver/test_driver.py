@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from clangs import other_clangs
+
 from enzyme_py.driver import bitcode, elf
 from enzyme_py.driver.clang import find_clang
 
@@ -274,16 +276,7 @@ def test_multiple_outputs_with_dash_o(tmp_path, ecc):
     assert "cannot specify -o when generating multiple output files" in proc.stderr
 
 
-def _other_clangs():
-    found = [pytest.param(f"{sys.executable} -m ziglang cc", id="ziglang")]
-    for major in range(14, 23):
-        path = shutil.which(f"clang-{major}")
-        if path:
-            found.append(pytest.param(path, id=f"clang-{major}"))
-    return found
-
-
-@pytest.mark.parametrize("clang_cmd", _other_clangs())
+@pytest.mark.parametrize("clang_cmd", other_clangs())
 def test_any_clang_up_to_llvmlite_major(tmp_path, ecc, clang, clang_cmd):
     """ENZYME_CLANG picks the clang; -c objects from it (fat LTO, or embedded
     bitcode before clang 17) link through EnzymePy."""
@@ -308,7 +301,7 @@ def _lto_plugins() -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("clang_cmd", _other_clangs())
+@pytest.mark.parametrize("clang_cmd", other_clangs())
 def test_objects_link_with_plain_gnu_tools(tmp_path, ecc, clang_cmd, require_tool):
     """Objects from ``enzyme-cc -c`` are ordinary native objects to GNU ar, nm
     and ld (through gcc), with any clang, whatever LLVM LTO plugins binutils
@@ -353,7 +346,7 @@ def test_old_clang_with_another_llvms_lto_plugin_is_covered():
         pytest.skip(msg)
 
 
-@pytest.mark.parametrize("clang_cmd", _other_clangs())
+@pytest.mark.parametrize("clang_cmd", other_clangs())
 def test_constructors_and_destructors_run_in_order(tmp_path, ecc, clang, clang_cmd):
     """llvmlite emits .ctors sections, which lld (the ziglang clang's linker)
     ignores; the driver lowers them to .init_array/.fini_array."""

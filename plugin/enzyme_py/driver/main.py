@@ -24,6 +24,7 @@ from ..paths import include_dir
 from . import archive, bitcode
 from .args import Args, Input, parse_args
 from .clang import Clang, find_clang
+from .openmp import OpenMP, find_openmp, is_openmp_flag, requested
 from .pipeline import PipelineConfig, build_object
 
 USAGE = """\
@@ -36,6 +37,8 @@ __enzyme_augmentsize, __enzyme_batch; see enzyme.h and, for C++, <enzyme/utils>,
 both on the include path).
 Accepts the usual compiler flags (-c -o -O0..-O3 -Os -g -I -D -U -include
 -std= -W* -f* -m* -MD -MMD -MF -MT -x -L -l -Wl, -shared -pthread @file).
+-fopenmp links clang's own libomp when installed, else the intel-openmp
+wheel (pip install intel-openmp); -v names the runtime in use.
 
 EnzymePy options:
   -v                   print each stage's command and timing
@@ -92,6 +95,7 @@ class Driver:
         self.args = args
         self.prog = prog
         self._clang: Clang | None = None
+        self._openmp: OpenMP | None = None
         self.tmp: str | None = None
 
     @property
@@ -99,6 +103,21 @@ class Driver:
         if self._clang is None:
             self._clang = find_clang()
         return self._clang
+
+    @property
+    def openmp(self) -> OpenMP | None:
+        """The OpenMP runtime, when -fopenmp is given."""
+        if self._openmp is None and requested(self.args.compile_flags + self.args.link_flags):
+            self._openmp = find_openmp(self.clang)
+            self.log(f"OpenMP runtime: {self._openmp.describe()}")
+        return self._openmp
+
+    def link_flags(self) -> list[str]:
+        omp = self.openmp
+        if omp is None:
+            return list(self.args.link_flags)
+        flags = [f for f in self.args.link_flags if not (omp.drop_link_flag and is_openmp_flag(f))]
+        return flags + list(omp.link)
 
     # -- helpers ---------------------------------------------------------------
 
@@ -156,6 +175,8 @@ class Driver:
     def passthrough(self) -> int:
         """-E, -S, -fsyntax-only, -M, queries: clang does it all."""
         cmd = self.clang.command(self.args.cxx) + self.args.passthrough + self.include_flags()
+        if requested(self.args.passthrough):
+            cmd += find_openmp(self.clang).compile
         self.log(shlex.join(cmd))
         try:
             return subprocess.call(cmd)
@@ -194,6 +215,8 @@ class Driver:
         a = self.args
         cmd = self.clang.command(a.cxx) + self.clang.compat_flags(a.compile_flags) \
             + a.compile_flags + self.opt_flags()
+        if self.openmp is not None:
+            cmd += self.openmp.compile
         if a.verbose:
             cmd.append("-v")
         if a.dep_gen:
@@ -300,7 +323,7 @@ class Driver:
                 fh.write(obj)
             final.insert(merged_slot if merged_slot is not None else 0, merged)
         with atomic_output(out) as tmp_out:
-            self.call(self.clang.command(a.cxx) + a.link_flags + (["-v"] if a.verbose else [])
+            self.call(self.clang.command(a.cxx) + self.link_flags() + (["-v"] if a.verbose else [])
                       + final + ["-o", tmp_out])
 
     def pull_archive_members(self, modules: list[tuple[str, bytes]],
