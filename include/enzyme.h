@@ -117,7 +117,9 @@ long __enzyme_augmentsize(void *fn, ...);
  *   R4 y = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, c); */
 
 /* ---------------------------------------------------------------------------
- * Registration globals (define them in a file built with enzyme-cc)
+ * Registration globals (define them in a file built with enzyme-cc).  A rule is
+ * for the array's first element; the global's suffix only makes its name unique
+ * (void *__enzyme_register_gradient_fast[3] = {(void *)Q_rsqrt, ...} is Q_rsqrt's).
  * ------------------------------------------------------------------------- */
 
 /* Custom reverse rule: aug(args, each pointer followed by its shadow) returns
