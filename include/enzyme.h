@@ -97,6 +97,13 @@ double __enzyme_autodiff(void *fn, ...);
  *   double t = __enzyme_fwddiff((void *)f, enzyme_dup, 3.0, 1.0);  // 6.0 */
 double __enzyme_fwddiff(void *fn, ...);
 
+/* Higher-order derivatives: a function that calls an entry point may itself be
+ * differentiated (any nesting, any depth).
+ *   void grad(const double *x, double *dx, int n) {
+ *     __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, n); }
+ *   // Hessian-vector product: hv = H(x) v (dx gets the gradient)
+ *   __enzyme_fwddiff((void *)grad, enzyme_dup, x, v, enzyme_dup, dx, hv, enzyme_const, n); */
+
 /* Split mode, forward half: runs fn, returns the tape (declare it to return
  * struct { void *tape; double result; } to get the result as well).
  *   void *tape = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx); */
