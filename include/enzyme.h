@@ -47,11 +47,12 @@ __attribute__((weak)) int enzyme_out;
  *   D4 t = __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dup, x, v0, v1, v2, v3);
  *   D2 g = __enzyme_autodiff_2((void *)f, enzyme_width, 2, a, x, dx0, dx1);  // g.d[k]: df/da, lane k */
 __attribute__((weak)) int enzyme_width;
-/* vector mode, the N shadows as one pointer and a byte stride (shadow k = dxs + k*stride).
- *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, x, dirs, (long)sizeof dirs[0]); */
+/* vector mode, the N shadows as one pointer and a byte stride, the stride first (Enzyme's
+ * order; shadow k = (char *)dxs + k * stride).
+ *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, (long)sizeof dirs[0], x, dirs); */
 __attribute__((weak)) int enzyme_dupv;
 /* as enzyme_dupv; the primal output need not be computed.
- *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dup, x, v, 24L, enzyme_dupnoneedv, y, dy, 24L); */
+ *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dupv, 24L, x, v, enzyme_dupnoneedv, 24L, y, dy); */
 __attribute__((weak)) int enzyme_dupnoneedv;
 /* __enzyme_batch: one value for every lane.
  *   R4 r = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, y); */
