@@ -274,6 +274,10 @@ int main() {
                                              enzyme::Active<double>(y));
   std::printf("hess %.17g %.17g\n", enzyme::get<0>(enzyme::get<0>(s)),
               enzyme::get<1>(enzyme::get<0>(s)));
+  // Enzyme's spelling of the mode; a Duplicated result gives {primal, tangent}
+  auto q = enzyme::autodiff<enzyme::ForwardMode, enzyme::Duplicated<double>>(
+      fx, enzyme::Duplicated<double>(x, 1.0), enzyme::Const<double>(y));
+  std::printf("fxx %.17g %.17g\n", enzyme::get<0>(q), enzyme::get<1>(q));
 }
 """
 
@@ -291,6 +295,7 @@ def test_cxx_interface_nests(tmp_path, opt):
     x, y = 0.8, 0.4
     assert math.isclose(v["fxy"][0], 2 * x * math.cos(y), rel_tol=1e-12)
     assert v["hess"] == pytest.approx([2 * math.sin(y), 2 * x * math.cos(y)], rel=1e-12)
+    assert v["fxx"] == pytest.approx([2 * x * math.sin(y), 2 * math.sin(y)], rel=1e-12)
 
 
 def test_recursive_nesting_is_a_compile_error(tmp_path):
