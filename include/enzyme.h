@@ -47,11 +47,12 @@ __attribute__((weak)) int enzyme_out;
  *   D4 t = __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dup, x, v0, v1, v2, v3);
  *   D2 g = __enzyme_autodiff_2((void *)f, enzyme_width, 2, a, x, dx0, dx1);  // g.d[k]: df/da, lane k */
 __attribute__((weak)) int enzyme_width;
-/* vector mode, the N shadows as one pointer and a byte stride (shadow k = dxs + k*stride).
- *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, x, dirs, (long)sizeof dirs[0]); */
+/* vector mode, the N shadows as one pointer and a byte stride, the stride first (Enzyme's
+ * order; shadow k = (char *)dxs + k * stride).
+ *   __enzyme_fwddiff_4((void *)f, enzyme_width, 4, enzyme_dupv, (long)sizeof dirs[0], x, dirs); */
 __attribute__((weak)) int enzyme_dupv;
 /* as enzyme_dupv; the primal output need not be computed.
- *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dup, x, v, 24L, enzyme_dupnoneedv, y, dy, 24L); */
+ *   __enzyme_fwddiff_v((void *)h, enzyme_width, 2, enzyme_dupv, 24L, x, v, enzyme_dupnoneedv, 24L, y, dy); */
 __attribute__((weak)) int enzyme_dupnoneedv;
 /* __enzyme_batch: one value for every lane.
  *   R4 r = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, y); */
@@ -97,6 +98,13 @@ double __enzyme_autodiff(void *fn, ...);
  *   double t = __enzyme_fwddiff((void *)f, enzyme_dup, 3.0, 1.0);  // 6.0 */
 double __enzyme_fwddiff(void *fn, ...);
 
+/* Higher-order derivatives: a function that calls an entry point may itself be
+ * differentiated (any nesting, any depth).
+ *   void grad(const double *x, double *dx, int n) {
+ *     __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, n); }
+ *   // Hessian-vector product: hv = H(x) v (dx gets the gradient)
+ *   __enzyme_fwddiff((void *)grad, enzyme_dup, x, v, enzyme_dup, dx, hv, enzyme_const, n); */
+
 /* Split mode, forward half: runs fn, returns the tape (declare it to return
  * struct { void *tape; double result; } to get the result as well).
  *   void *tape = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx); */
@@ -117,7 +125,9 @@ long __enzyme_augmentsize(void *fn, ...);
  *   R4 y = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, c); */
 
 /* ---------------------------------------------------------------------------
- * Registration globals (define them in a file built with enzyme-cc)
+ * Registration globals (define them in a file built with enzyme-cc).  A rule is
+ * for the array's first element; the global's suffix only makes its name unique
+ * (void *__enzyme_register_gradient_fast[3] = {(void *)Q_rsqrt, ...} is Q_rsqrt's).
  * ------------------------------------------------------------------------- */
 
 /* Custom reverse rule: aug(args, each pointer followed by its shadow) returns

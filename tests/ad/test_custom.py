@@ -76,3 +76,47 @@ def test_custom_rules_are_called_and_inactive_contributes_nothing(tmp_path, opt)
     assert math.isclose(v["fwd"][0], want, rel_tol=1e-12)
     assert v["inactive"] == [1.0, 1.0]
     assert v["globals"] == [x * 3.0, x * 4.0]
+
+
+# Registration by first element (Enzyme's rule: the global's suffix only makes its name
+# unique). The rules give 10x the true derivative of sq so their use is visible in the
+# numbers; the functions named like the suffixes are differentiated normally.
+BY_FIRST = r"""
+#include <math.h>
+#include <stdio.h>
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static int n_aug, n_rev, n_fwd;
+__attribute__((noinline)) double sq(double x) { return x * x; }
+typedef struct { void *tape; double r; } aug_t;
+typedef struct { double dx; } rev_t;
+aug_t sq_aug(double x) { aug_t a = {0, x * x}; n_aug++; return a; }
+rev_t sq_rev(double x, double d, void *t) { rev_t r = {20 * x * d}; (void)t; n_rev++; return r; }
+double sq_fwd(double x, double dx) { n_fwd++; return 20 * x * dx; }
+void *__enzyme_register_gradient_one[3] = {(void *)sq, (void *)sq_aug, (void *)sq_rev};
+void *__enzyme_register_derivative_two[2] = {(void *)sq, (void *)sq_fwd};
+void *__enzyme_register_splitderivative_three[3] = {(void *)sq, (void *)sq_aug, (void *)sq_fwd};
+double one(double x) { return x * x * x; }
+double two(double x) { return sin(x); }
+double three(double x) { return exp(x); }
+double f(double x) { return sq(x) + one(x) + two(x) + three(x); }
+int main(void) {
+  double x = 0.7;
+  printf("rev %.17g %d %d\n", __enzyme_autodiff((void *)f, x), n_aug, n_rev);
+  printf("fwd %.17g %d\n", __enzyme_fwddiff((void *)f, x, 1.0), n_fwd);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_rules_are_registered_by_their_first_element(tmp_path, opt):
+    out = build_and_run(tmp_path, BY_FIRST, opt)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    x = 0.7
+    want = 20 * x + 3 * x * x + math.cos(x) + math.exp(x)
+    assert v["rev"][1:] == [1, 1]
+    assert math.isclose(v["rev"][0], want, rel_tol=1e-12)
+    assert v["fwd"][1] == 1
+    assert math.isclose(v["fwd"][0], want, rel_tol=1e-12)

@@ -137,7 +137,7 @@ int main(void) {
   printf("w1 %.17g\n", w1);
   D2 w2 = __enzyme_fwddiff_w2((void *)f, enzyme_width, 2, enzyme_dup, x, dirs[0], dirs[1], enzyme_const, N);
   printf("w2 %.17g %.17g\n", w2.d[0], w2.d[1]);
-  D4 w4 = __enzyme_fwddiff_w4((void *)f, enzyme_width, 4, enzyme_dupv, x, dirs[0], (long)sizeof(dirs[0]), enzyme_const, N);
+  D4 w4 = __enzyme_fwddiff_w4((void *)f, enzyme_width, 4, enzyme_dupv, (long)sizeof(dirs[0]), x, dirs[0], enzyme_const, N);
   printf("w4 %.17g %.17g %.17g %.17g\n", w4.d[0], w4.d[1], w4.d[2], w4.d[3]);
   D8 w8 = __enzyme_fwddiff_w8((void *)f, enzyme_width, 8, enzyme_dup, x, dirs[0], dirs[1], dirs[2], dirs[3], dirs[4], dirs[5], dirs[6], dirs[7], enzyme_const, N);
   printf("w8 %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g\n", w8.d[0], w8.d[1], w8.d[2], w8.d[3], w8.d[4], w8.d[5], w8.d[6], w8.d[7]);

@@ -10,7 +10,7 @@ import pytest
 from helpers import enzyme_cc
 
 HEAD = """#include <math.h>
-int enzyme_dup, enzyme_const, enzyme_width, enzyme_allocated, enzyme_tape, enzyme_bogus;
+int enzyme_dup, enzyme_const, enzyme_width, enzyme_allocated, enzyme_tape, enzyme_bogus, enzyme_dupv;
 typedef struct { double d[2]; } D2;
 double __enzyme_autodiff(void *, ...);
 double __enzyme_fwddiff(void *, ...);
@@ -34,6 +34,17 @@ CASES = {
     "rule_length": ("void *__enzyme_register_gradient_sq[2] = {(void *)sq, (void *)sq};\n"
                     "int main(void) { return (int)__enzyme_autodiff((void *)sq, 1.0); }",
                     r"__enzyme_register_gradient_sq' must be an array of 3 functions"),
+    "two_rules": ("double sq_aug(double x) { return x; }\n"
+                  "void *__enzyme_register_gradient_a[3] = {(void *)sq, (void *)sq_aug, (void *)sq};\n"
+                  "void *__enzyme_register_gradient_b[3] = {(void *)sq, (void *)sq, (void *)sq_aug};\n"
+                  "int main(void) { return (int)__enzyme_autodiff((void *)sq, 1.0); }",
+                  r"two gradient rules for 'sq': '__enzyme_register_gradient_a' and "
+                  r"'__enzyme_register_gradient_b'"),
+    "dupv_old_order": ("int main(void) { double x[2] = {1, 2}, a[2][2];\n"
+                       "  D2 d = __enzyme_fwddiff2((void *)two, enzyme_width, 2, enzyme_dupv, x, a, 16L);\n"
+                       "  return (int)d.d[0]; }",
+                       r"enzyme_dupv must be followed by the integer byte stride \(x, dxs, "
+                       r"byte_stride is not Enzyme's order\)"),
     "tape_too_small": ("int main(void) { char buf[16]; double x[2] = {1, 2}, d[2];\n"
                        "  __enzyme_augmentfwd((void *)two, enzyme_allocated, 16, enzyme_tape, buf, enzyme_dup, x, d);\n"
                        "  return 0; }",
@@ -54,7 +65,7 @@ def test_misuse_is_a_compile_error_at_the_call_site(tmp_path, name):
     assert r.returncode != 0
     assert re.search(pattern, r.stderr), r.stderr
     assert "error:" in r.stderr and "Traceback" not in r.stderr
-    if name != "rule_length":   # the rule array is named instead of a call site
+    if name not in ("rule_length", "two_rules"):   # the rule array is named instead of a call site
         assert re.search(r"bad\.c:1[1-3]", r.stderr), r.stderr
     else:
-        assert "__enzyme_register_gradient_sq" in r.stderr
+        assert "__enzyme_register_gradient_" in r.stderr

@@ -65,7 +65,7 @@ int main() {
   {
     double dout[4][3]; for (int k = 0; k < 4; k++) for (int i = 0; i < 3; i++) dout[k][i] = seeds[k][i];
     double dxx[4][3] = {{0}};
-    AB4P r = __enzyme_autodiff_ab4p((void *)f, enzyme_width, 4, enzyme_primal_return, 1.5, enzyme_dupv, x, dxx, (long)sizeof dxx[0], enzyme_dupnoneedv, out, dout, (long)sizeof dout[0], enzyme_const, 3, 0.7);
+    AB4P r = __enzyme_autodiff_ab4p((void *)f, enzyme_width, 4, enzyme_primal_return, 1.5, enzyme_dupv, (long)sizeof dxx[0], x, dxx, enzyme_dupnoneedv, (long)sizeof dout[0], out, dout, enzyme_const, 3, 0.7);
     printf("w4");
     for (int k = 0; k < 4; k++) printf(" %.17g %.17g %.17g %.17g %.17g", r.a[k], r.b[k], dxx[k][0], dxx[k][1], dxx[k][2]);
     printf("\nprimal %.17g\n", r.y);
@@ -81,7 +81,7 @@ int main() {
     double dout[8][3]; for (int k = 0; k < 8; k++) for (int i = 0; i < 3; i++) dout[k][i] = seeds[k][i];
     double d8[8][3] = {{0}};
     typedef struct { double a[8]; double b[8]; } AB8;
-    AB8 r = ((AB8 (*)(void *, ...))__enzyme_autodiff)((void *)f, enzyme_width, 8, 1.5, enzyme_dupv, x, d8, (long)sizeof d8[0], out, dout[0], dout[1], dout[2], dout[3], dout[4], dout[5], dout[6], dout[7], enzyme_const, 3, 0.7);
+    AB8 r = ((AB8 (*)(void *, ...))__enzyme_autodiff)((void *)f, enzyme_width, 8, 1.5, enzyme_dupv, (long)sizeof d8[0], x, d8, out, dout[0], dout[1], dout[2], dout[3], dout[4], dout[5], dout[6], dout[7], enzyme_const, 3, 0.7);
     printf("w8");
     for (int k = 0; k < 8; k++) printf(" %.17g %.17g %.17g %.17g %.17g", r.a[k], r.b[k], d8[k][0], d8[k][1], d8[k][2]);
     printf("\n");

@@ -2,6 +2,13 @@
 the functions to differentiate (AD on optimised IR), synthesise augmented-forward
 and reverse functions, and lower the call sites.
 
+Higher-order derivatives (a function calling ``__enzyme_autodiff`` passed to
+``__enzyme_fwddiff``, or any other nesting) are lowered innermost first, in rounds:
+once the inner call is replaced by calls to generated derivative functions, the
+outer transformation differentiates those like any other code (their pooled buffers
+rewritten as plain malloc/free, see :func:`runtime.unpool`).  A nesting without end
+(a function that differentiates itself) is a compile error.
+
 Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
 
 ``preopt=0``    differentiate the unoptimised functions (pre-AD optimisation off,
@@ -53,14 +60,9 @@ def _swap_module(module, new):
 
 
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
-    from .. import llvm
-    from ..ir import parse_module, print_module
-    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
-    from .custom import CallHooks
-    from .forward import ForwardContext
+    from .callsite import find_sites
+    from .promote import promote_call_sites
     from .registry import Registry
-    from .reverse import Context
-    from .split import lower_split
 
     unknown = set(options) - set(OPTIONS)
     if unknown:
@@ -70,20 +72,84 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     found = find_sites(module)
     if not found:
         return
-    t0 = time.perf_counter()
-    from .promote import promote_call_sites
     if promote_call_sites(module, found, log):
         found = find_sites(module)
     Registry.read(module)  # check the registration globals before anything else
-    sites = [parse_site(c, mode) for c, mode in found]
+    # Higher-order derivatives: call sites are lowered innermost first, in rounds.  A
+    # round takes the sites whose function (with everything it calls) holds no call
+    # site still to lower; once lowered, a function that called __enzyme_autodiff calls
+    # generated derivative functions, which the next round differentiates like any
+    # other code.
+    while found:
+        _round(module, options, log)
+        found = find_sites(module)
+    _define_markers(module)
+
+
+def _ready(module, registry):
+    """The call sites of this round: (call, mode) pairs whose function's closure holds
+    no call site, in module order; all sites when none are nested."""
+    from .callsite import entry_name, find_sites, location, parse_site
+    found = find_sites(module)
+    holders = {c.function for c, _ in found}
+    ready = []
+    cycle = None
+    for c, mode in found:
+        s = parse_site(c, mode)
+        if s.mode == "batch":
+            ready.append((c, mode))
+            continue
+        work, seen, inner = [s.fn], set(), None
+        while work and inner is None:
+            f = work.pop()
+            if f in seen:
+                continue
+            seen.add(f)
+            if f in holders:
+                inner = f
+            work.extend(_callees(f, registry))
+        if inner is None:
+            ready.append((c, mode))
+        elif inner is c.function or cycle is None:
+            cycle = (c, s.fn, inner)
+    if not ready:
+        from .errors import CallSiteError
+        c, target, inner = cycle
+        via = "" if target is inner else f" (through '{inner.name}')"
+        raise CallSiteError(f"recursive nested derivative: {entry_name(c.callee_name or '')} "
+                            f"of '{target.name}' in '{c.function.name}' differentiates code "
+                            f"that calls an __enzyme_* entry point again{via}, without end",
+                            location=location(c),
+                            hint="higher-order derivatives nest a fixed number of times: "
+                                 "write one function per level")
+    return ready
+
+
+def _round(module, options, log) -> None:
+    from .. import llvm
+    from ..ir import parse_module, print_module
+    from .callsite import lower_forward, lower_site, parse_site, refresh
+    from .custom import CallHooks
+    from .forward import ForwardContext
+    from .registry import Registry
+    from .reverse import Context, _prepared
+    from .runtime import POOLED, unpool
+    from .split import lower_split
+
+    _prepared.clear()   # keyed by id(): objects of an earlier round may be gone
+    t0 = time.perf_counter()
     registry = Registry.read(module)
-    # the functions to differentiate and everything they call, as private copies
+    found = _ready(module, registry)
+    sites = [parse_site(c, mode) for c, mode in found]
+    # the functions to differentiate and everything they call, as private copies;
+    # derivative code of an earlier round takes its buffers from plain malloc/free
+    # instead of the pool (see runtime.unpool)
     work = [s.fn for s in sites if s.mode != "batch"]
     closure = []
     seen = set()
     while work:
         f = work.pop()
-        if f in seen:
+        if f in seen or f.name in POOLED:
             continue
         seen.add(f)
         closure.append(f)
@@ -105,15 +171,16 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
                 t = inst.called_function
                 if t in clones:
                     inst.callee = clones[t]
+        unpool(c)
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
         text = llvm.optimize_functions(print_module(module), list(names))
         _swap_module(module, parse_module(text))
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
-        found = find_sites(module)
-        sites = [parse_site(c, mode) for c, mode in found]
         registry = Registry.read(module)
+        found = _ready(module, registry)
+        sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
     for cname, orig in names.items():
@@ -165,7 +232,6 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     for c in list(clone_of.values()):
         if not c.uses:
             c.erase()
-    _define_markers(module)
     n = ctx.stats["instructions"]
     dt = t3 - t2
     log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "

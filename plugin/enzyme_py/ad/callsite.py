@@ -248,12 +248,24 @@ def parse_site(call, mode) -> AutodiffSite:
                                         hint="use enzyme_out (the default) instead")
                 noneed = "noneed" in mk
                 if mk.endswith("v"):
+                    # Enzyme's order: the byte stride first, then the value and the
+                    # shadows' base pointer (lane k's shadow is base + k * stride)
+                    shape = (f"{mk}, byte_stride, x, dxs (parameter {p + 1} of "
+                             f"'{target.name}')")
                     if i + 3 >= len(args):
-                        raise CallSiteError(f"{mk} takes the value, the shadows' base pointer "
-                                            f"and the byte stride (parameter {p + 1} of "
-                                            f"'{target.name}')", location=loc)
-                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], [],
-                                                      (args[i + 2], args[i + 3]), noneed))
+                        raise CallSiteError(f"{mk} takes the byte stride, the value and the "
+                                            f"shadows' base pointer: {shape}", location=loc)
+                    stride, val, base = args[i + 1], args[i + 2], args[i + 3]
+                    if not stride.type.is_int:
+                        old = (" (x, dxs, byte_stride is not Enzyme's order)"
+                               if args[i + 3].type.is_int else "")
+                        raise CallSiteError(f"{mk} must be followed by the integer byte stride"
+                                            f"{old}", location=loc, hint=f"write {shape}")
+                    if not base.type.is_pointer:
+                        raise CallSiteError(f"{mk}: the shadows' base after the value must be "
+                                            "a pointer", location=loc, hint=f"write {shape}")
+                    site.bindings.append(ParamBinding(p, "dup", val, [], (base, stride),
+                                                      noneed))
                     i += 4
                 else:
                     if i + 1 >= len(args):

@@ -2,7 +2,9 @@
 
 - custom derivatives ``__enzyme_register_gradient_NAME[3] = {f, aug, rev}``,
   ``__enzyme_register_derivative_NAME[2] = {f, fwd}``,
-  ``__enzyme_register_splitderivative_NAME[3] = {f, aug, fwd}``;
+  ``__enzyme_register_splitderivative_NAME[3] = {f, aug, fwd}``: the rule is for ``f``,
+  the first element, whatever ``NAME`` is (as in Enzyme, the suffix only makes the
+  global's name unique);
 - ``__enzyme_function_like[2] = {f, "log1p"}``: ``f`` has libm ``log1p``'s derivative;
 - inactive functions: ``__enzyme_inactivefn[] = {f, ...}`` and
   ``__attribute__((annotate("enzyme_inactive")))`` (clang records it in
@@ -98,17 +100,21 @@ class Registry:
         name = g.name
         for prefix, (kind, n, shape) in _RULES.items():
             if name.startswith(prefix):
-                fn_name = name[len(prefix):]
                 els = self._elements(g)
                 if len(els) != n or not all(getattr(v, "is_function", False) for v in els):
                     raise ADError(f"'{name}' must be an array of {n} functions {shape}; it has "
                                   f"{len(els)} element(s)", location=f"global '{name}'",
                                   hint=f"void *{name}[{n}] = {shape};")
-                if els[0].name != fn_name:
-                    raise ADError(f"'{name}' registers a rule for '{fn_name}' but its first "
-                                  f"element is '{els[0].name}'", location=f"global '{name}'")
+                # as in Enzyme, the rule is for the first element; the global's suffix
+                # only makes its name unique
+                fn_name = els[0].name
                 table = {"gradient": self.gradients, "derivative": self.derivatives,
                          "splitderivative": self.splitderivatives}[kind]
+                old = table.get(fn_name)
+                if old is not None and old.fns != [v.name for v in els]:
+                    raise ADError(f"two {kind} rules for '{fn_name}': '{old.where}' and "
+                                  f"'{name}'", location=f"global '{name}'",
+                                  hint="register one rule per function")
                 table[fn_name] = CustomRule(kind, fn_name, [v.name for v in els], name)
                 self.rule_fns.update(v.name for v in els[1:])
                 return

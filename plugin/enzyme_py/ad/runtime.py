@@ -17,6 +17,13 @@
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
   of T data (``ds[i] += dd[i]; dd[i] = 0``);
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
+
+Derivative code that is itself differentiated (a function calling
+``__enzyme_autodiff`` passed to ``__enzyme_fwddiff``: higher-order derivatives) must
+not take its buffers from the pool: the outer transformation would have to see
+through its atomic exchanges on a global.  :func:`unpool` rewrites the calls to the
+pooled functions as plain ``malloc``/``calloc``/``free`` (same block layout), which
+the outer transformation differentiates like any other allocation.
 """
 
 from __future__ import annotations
@@ -36,6 +43,113 @@ def _new(module, name, ret, params, attrs="nounwind"):
     fn = module.add_function(name, T.FunctionType(ret, params), linkage="internal",
                              fn_attrs=attrs, unique=False)
     return fn, True
+
+
+POOLED = ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free", "__enzyme_py_shadow_alloc",
+          "__enzyme_py_shadow_free", "__enzyme_py_shadow_realloc")
+
+
+def unpool(fn) -> None:
+    """Rewrite, in ``fn``, each call to a pooled runtime function (``POOLED``) as the
+    same operation on plain ``malloc``/``calloc``/``free`` with the same block layout,
+    inline, so that a transformation of ``fn`` sees allocations it knows."""
+    from ..ir.instructions import Call
+    from ..ir.values import ConstantNull
+    from .emit import Emitter
+    module = fn.parent
+    e = Emitter(module)
+    i64 = T.i64
+    calls = [i for i in fn.instructions() if isinstance(i, Call)
+             and i.called_function is not None and i.called_function.name in POOLED]
+
+    def shadow_alloc(n):
+        # the pooled layout: 16-byte header {i64 capacity = 0 (not pooled), i64 size}
+        calloc = e.declare("calloc", T.ptr, [i64, i64])
+        raw = e.call_fn(calloc, [e.binop("add", n, ConstantInt(i64, 16)), ConstantInt(i64, 1)])
+        e.store(n, e.gep_bytes(raw, 8), 8)
+        return e.gep_bytes(raw, 16)
+
+    for c in calls:
+        name = c.called_function.name
+        e.at_before(c)
+        args = c.args
+        if name == "__enzyme_py_cache_alloc":
+            r = e.call_fn(e.declare("malloc", T.ptr, [i64]), [args[0]])
+        elif name == "__enzyme_py_cache_free":
+            r = e.call_fn(e.declare("free", T.void, [T.ptr]), [args[0]])
+        elif name == "__enzyme_py_shadow_alloc":
+            r = shadow_alloc(args[0])
+        elif name == "__enzyme_py_shadow_free":
+            p = args[0]
+            null = ConstantNull(T.ptr)
+            raw = e.select(e.icmp("eq", p, null), null, e.gep_bytes(p, -16))
+            r = e.call_fn(e.declare("free", T.void, [T.ptr]), [raw])
+        else:   # __enzyme_py_shadow_realloc
+            old, n = args
+            r = shadow_alloc(n)
+            osz = e.call_fn(runtime_function(module, "__enzyme_py_shadow_size"), [old])
+            m = e.select(e.icmp("ult", osz, n), osz, n)
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+            e.call_fn(memcpy, [r, old, m, ConstantInt(T.i1, 0)])
+        if not c.type.is_void:
+            c.replace_all_uses_with(r)
+        c.erase()
+    _typed_frame_copies(fn)
+
+
+def _frame_fields(frame):
+    """{byte offset: type} of the stores into the byte array ``frame`` (an alloca), or
+    None when it is used otherwise than by stores at constant offsets and memcpys."""
+    from ..ir.instructions import GEP, Call, Store
+    fields = {}
+    for u in frame.uses:
+        i = u.user
+        if isinstance(i, Store) and i.operand(1) is frame and i.operand(0) is not frame:
+            if fields.setdefault(0, i.operand(0).type) != i.operand(0).type:
+                return None
+        elif isinstance(i, GEP) and i.source_type == T.i8 and len(i.indices) == 1 \
+                and isinstance(i.indices[0], ConstantInt) and i.operand(0) is frame:
+            for w in i.uses:
+                st = w.user
+                if not (isinstance(st, Store) and st.operand(1) is i
+                        and st.operand(0) is not i):
+                    return None
+                ty = st.operand(0).type
+                if fields.setdefault(i.indices[0].value, ty) != ty:
+                    return None
+        elif not (isinstance(i, Call) and (i.callee_name or "").startswith("llvm.memcpy")
+                  and i.args[1] is frame and i.args[0] is not frame):
+            return None
+    return fields
+
+
+def _typed_frame_copies(fn) -> None:
+    """A generated augmented forward pushes its frame (a byte array of cached
+    integers, pointers and floats) on the tape with one memcpy; a transformation of
+    it would have to know what each byte holds.  Copy field by field, each with its
+    own type, instead (the reverse reads the fields from the tape with their types)."""
+    from ..ir.instructions import Alloca, Call
+    from .emit import Emitter
+    e = Emitter(fn.parent)
+    for c in [i for i in fn.instructions() if isinstance(i, Call)
+              and (i.callee_name or "").startswith("llvm.memcpy")]:
+        dst, src, n = c.args[:3]
+        if not (isinstance(src, Alloca) and src.allocated_type.is_array
+                and src.allocated_type.element == T.i8 and isinstance(n, ConstantInt)):
+            continue
+        fields = _frame_fields(src)
+        if fields is None:
+            continue
+        dl = fn.parent.datalayout
+        spans = sorted((off, off + dl.store_size(ty)) for off, ty in fields.items())
+        if any(a[1] > b[0] for a, b in zip(spans, spans[1:])) \
+                or (spans and spans[-1][1] > n.value):
+            continue
+        e.at_before(c)
+        for off, ty in sorted(fields.items()):
+            v = e.load(ty, e.gep_bytes(src, off) if off else src, 8)
+            e.store(v, e.gep_bytes(dst, off) if off else dst, 8)
+        c.erase()
 
 
 def runtime_function(module, name, ty=None):

@@ -1,7 +1,7 @@
 """Vector (batch) reverse mode and the batched primal.
 
 ``__enzyme_autodiff(f, enzyme_width, N, ...)`` takes N shadows per duplicated
-argument (``enzyme_dup, x, dx0, ..., dxN-1`` or ``enzyme_dupv, x, dxs, stride``) and
+argument (``enzyme_dup, x, dx0, ..., dxN-1`` or ``enzyme_dupv, byte_stride, x, dxs``) and
 returns, for each active (``enzyme_out``) argument in order, its N derivatives — the
 layout of ``struct { double da[N]; double db[N]; }`` — then the primal result with
 ``enzyme_primal_return``.  Lane k seeds a float result with 1.0.
