@@ -1,12 +1,15 @@
 """The benchmark harness: build every kernel with enzyme-cc (pre-AD optimisation on and
-off) and with ADOL-C, run each kernel and size once per tool, check every tool's
-derivative against EnzymePy's, and write the Markdown table, the PNG chart and the raw
-JSON under ``benchmarks/results/``.
+off), with real Enzyme (the LLVM 15 plugin, ``enzyme_peer.py``) and with ADOL-C, run
+each kernel and size once per tool, check every tool's derivative against EnzymePy's,
+and write the Markdown table, the PNG chart and the raw JSON under
+``benchmarks/results/``.  The C tools run with a heap counter preloaded
+(``memcount.c``), which gives the peak heap bytes of one gradient and one primal call.
 
     python -m benchmarks                 # default preset (a few minutes)
     python -m benchmarks --quick         # tiny sizes, seconds
     python -m benchmarks --full          # ADBench's larger sizes (tens of minutes)
     python -m benchmarks --kernels gmm,ba --peers adolc,torch
+    python -m benchmarks --kernels gmm_adbench --peers enzyme15,fd
 
 Each tool runs in its own process; within one process the primal and the derivative
 are timed in interleaved batches (warm-up first, then ``--reps`` repeats, medians), so the
@@ -29,8 +32,11 @@ from .dumpfile import max_rel_diff, read_vector
 
 HERE = Path(__file__).resolve().parent
 KERNELS_DIR = HERE / "kernels"
-KERNELS = ["gmm", "ba", "lstm", "heat1d", "heat2d", "rk4", "scan", "spmv"]
-PEERS = ["adolc", "torch", "jax", "fd"]
+KERNELS = ["gmm", "ba", "lstm", "gmm_adbench", "ba_adbench", "lstm_adbench",
+           "heat1d", "heat2d", "rk4", "scan", "spmv"]
+PEERS = ["enzyme15", "adolc", "torch", "jax", "fd"]
+# kernels written over plain double, as their published C is: no ADOL-C version
+NO_ADOLC = {"gmm_adbench", "ba_adbench", "lstm_adbench"}
 
 # (kernel, sizes) per preset.  ADBench's GMM sizes are d in {2..64}, k in {5..200},
 # n in {1k, 10k}; BA's smallest data set has 21 cameras, 11315 points, 36455
@@ -38,11 +44,14 @@ PEERS = ["adolc", "torch", "jax", "fd"]
 PRESETS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     "quick": [
         ("gmm", (2, 5, 100)), ("ba", (5, 100, 500)), ("lstm", (2, 32)),
+        ("gmm_adbench", (2, 5, 100)), ("ba_adbench", (5, 100, 500)), ("lstm_adbench", (2, 32)),
         ("heat1d", (200, 50)), ("heat2d", (16, 20)), ("rk4", (20, 100)),
         ("scan", (10000,)), ("spmv", (1000, 8, 2)),
     ],
     "default": [
         ("gmm", (10, 25, 1000)), ("ba", (21, 11315, 36455)), ("lstm", (2, 1024)),
+        ("gmm_adbench", (10, 25, 1000)), ("ba_adbench", (21, 11315, 36455)),
+        ("lstm_adbench", (2, 1024)),
         ("heat1d", (1000, 1000)), ("heat2d", (64, 200)), ("rk4", (40, 2000)),
         ("scan", (1000000,)), ("spmv", (100000, 8, 4)),
     ],
@@ -50,12 +59,16 @@ PRESETS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
         ("gmm", (10, 25, 1000)), ("gmm", (20, 50, 10000)), ("gmm", (64, 200, 1000)),
         ("ba", (21, 11315, 36455)), ("ba", (257, 65132, 225911)),
         ("lstm", (2, 1024)), ("lstm", (4, 1024)),
+        ("gmm_adbench", (10, 25, 1000)), ("gmm_adbench", (10, 25, 10000)),
+        ("ba_adbench", (21, 11315, 36455)), ("lstm_adbench", (2, 1024)),
         ("heat1d", (10000, 5000)), ("heat2d", (256, 500)), ("rk4", (100, 20000)),
         ("scan", (10000000,)), ("spmv", (1000000, 16, 4)),
     ],
 }
 
-TARGET_RATIO = {"gmm": 3.0, "ba": 3.0, "lstm": 3.0, "heat1d": 4.0, "heat2d": 4.0, "rk4": 4.0}
+TARGET_RATIO = {"gmm": 3.0, "ba": 3.0, "lstm": 3.0, "gmm_adbench": 3.0, "ba_adbench": 3.0,
+                "lstm_adbench": 3.0, "heat1d": 4.0, "heat2d": 4.0, "rk4": 4.0}
+TARGET_VS_ENZYME = 1.0  # EnzymePy's gradient time / real Enzyme's
 TARGET_ABLATION = 4.5
 TARGET_AD_PASS_S = 2.0
 AGREE_TOL = 1e-6  # max |g_tool - g_ours| / max |g_ours|
@@ -158,6 +171,8 @@ def find_cxx() -> str | None:
 
 
 def build_adolc(kernel: str, build: Path) -> dict:
+    if kernel in NO_ADOLC:
+        return {"ok": False, "skip": "written over double, as its published C (no ADOL-C version)"}
     if not Path("/usr/include/adolc/adolc.h").exists():
         return {"ok": False, "skip": "ADOL-C not installed (apt-get install libadolc-dev)"}
     cxx = find_cxx()
@@ -172,15 +187,50 @@ def build_adolc(kernel: str, build: Path) -> dict:
     return {"ok": True, "exe": str(exe)}
 
 
+# Real Enzyme reads a global that is not marked inactive through a shadow global, which
+# the kernels that keep their data in globals (gmm, lstm, ...) do not have: by default
+# their gradients crash.  Enzyme's own flag for such programs marks unmarked globals
+# inactive; the ADBench-as-written kernels read no globals, so it changes nothing there.
+ENZYME15_FLAGS = ["-enzyme-globals-default-inactive=1"]
+
+
+def build_enzyme15(kernel: str, build: Path, plugin, opt: str) -> dict:
+    from . import enzyme_peer
+    if isinstance(plugin, enzyme_peer.Skip):
+        return {"ok": False, "skip": plugin.reason}
+    r = enzyme_peer.build(plugin, [KERNELS_DIR / f"{kernel}.c"], build / f"{kernel}_enzyme15",
+                          opt, libs=["-lm"], enzyme_flags=ENZYME15_FLAGS)
+    if not r["ok"]:
+        r["error"] = r.get("error", "no executable")
+    return r
+
+
+def build_memcount(build: Path) -> str | None:
+    """The LD_PRELOAD heap counter (memcount.c), or None when no C compiler builds it."""
+    cc = next((c for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)),
+              None)
+    if cc is None:
+        return None
+    so = build / "libbenchmem.so"
+    p = subprocess.run([cc, "-O2", "-shared", "-fPIC", str(HERE / "memcount.c"), "-o", str(so)],
+                       capture_output=True, text=True)
+    return str(so) if p.returncode == 0 and so.exists() else None
+
+
 # ----------------------------------------------------------------- running ----
 
-def run_json(cmd: list[str], cwd: Path, timeout: float) -> dict:
+def run_json(cmd: list[str], cwd: Path, timeout: float, preload: str | None = None) -> dict:
+    env = None
+    if preload:
+        env = dict(os.environ, LD_PRELOAD=preload)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                           env=env)
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timed out after {timeout:.0f} s"}
     if p.returncode != 0:
-        return {"ok": False, "error": f"exit {p.returncode}: " + first_error(p.stderr + p.stdout)}
+        how = f"exit {p.returncode}" if p.returncode > 0 else f"killed by signal {-p.returncode}"
+        return {"ok": False, "error": f"{how}: " + first_error(p.stderr + p.stdout)}
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
             d = json.loads(line)
@@ -217,7 +267,7 @@ def run_case(kernel: str, sizes: tuple[int, ...], builds: dict, peers: list[str]
         if "fd" not in peers:
             fd = ["--fd-samples", "0"]
         t["enzyme"] = run_json([on["exe"], *common, *fd, "--dump", str(workdir), *szargs],
-                               workdir, args.timeout)
+                               workdir, args.timeout, args.memcount)
     ours = None
     if t["enzyme"].get("ok"):
         ours = read_vector(workdir / "grad.bin")
@@ -243,6 +293,22 @@ def run_case(kernel: str, sizes: tuple[int, ...], builds: dict, peers: list[str]
                 r["agree"] = max_rel_diff(read_vector(sub / "grad.bin"), ours)
             t["enzyme_nopreopt"] = r
 
+    if "enzyme15" in peers:
+        b = builds[kernel]["enzyme15"]
+        if not b["ok"]:
+            t["enzyme15"] = {"ok": False, **({"skip": b["skip"]} if "skip" in b else
+                                             {"error": "build failed: " + b.get("error", "?")})}
+        else:
+            sub = workdir / "enzyme15"
+            sub.mkdir(exist_ok=True)
+            # its own FD check on sampled entries (no full-FD timing: that is EnzymePy's run)
+            fd = ["--fd-samples", str(args.fd_samples), "--fd-budget", "0"]
+            r = run_json([b["exe"], *common, *fd, "--dump", str(sub), *szargs], sub, args.timeout,
+                         args.memcount)
+            if r.get("ok") and ours is not None:
+                r["agree"] = max_rel_diff(read_vector(sub / "grad.bin"), ours)
+            t["enzyme15"] = r
+
     if "adolc" in peers:
         b = builds[kernel]["adolc"]
         if not b["ok"]:
@@ -253,7 +319,7 @@ def run_case(kernel: str, sizes: tuple[int, ...], builds: dict, peers: list[str]
             sub.mkdir(exist_ok=True)
             (sub / ".adolcrc").write_text(ADOLC_RC)
             r = run_json([b["exe"], *common, "--fd-samples", "0", "--no-primal", "--dump", str(sub),
-                          *szargs], sub, args.timeout)
+                          *szargs], sub, args.timeout, args.memcount)
             if r.get("ok") and ours is not None:
                 r["agree"] = max_rel_diff(read_vector(sub / "grad.bin"), ours)
             for tape in sub.glob("ADOLC-*"):
@@ -314,6 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "results"), help="results folder")
     ap.add_argument("--build-dir", default=str(HERE / ".build"))
     ap.add_argument("--no-png", dest="png", action="store_false")
+    ap.add_argument("--no-heap", dest="heap", action="store_false",
+                    help="run the C tools without the LD_PRELOAD heap counter")
+    ap.add_argument("--enzyme15-cache", default=None,
+                    help="where the Enzyme plugin is downloaded and patched "
+                         "(default $ENZYMEPY_BENCH_CACHE or ~/.cache/enzyme-py-bench)")
     args = ap.parse_args(argv)
     args.preset = args.preset or "default"
     if args.reps is None:
@@ -339,6 +410,16 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cases = [(k, s) for k, s in PRESETS[args.preset] if k in kernels]
     started = time.time()
+    load_at_start = load_line()
+
+    args.memcount = build_memcount(build) if args.heap else None
+    plugin = None
+    if "enzyme15" in peers:
+        from . import enzyme_peer
+        print("[setup] real Enzyme (LLVM 15 plugin)", file=sys.stderr, flush=True)
+        plugin = enzyme_peer.setup(Path(args.enzyme15_cache) if args.enzyme15_cache else None)
+        if isinstance(plugin, enzyme_peer.Skip):
+            print(f"  skipped: {plugin.reason}", file=sys.stderr)
 
     builds: dict[str, dict] = {}
     for k in dict.fromkeys(k for k, _ in cases):
@@ -347,7 +428,12 @@ def main(argv: list[str] | None = None) -> int:
                      "off": build_enzyme(k, build, False, args.opt, args.ablation_mode)
                      if args.ablation
                      else {"ok": False, "error": "ablation not requested"},
-                     "adolc": build_adolc(k, build) if "adolc" in peers else {"ok": False}}
+                     "adolc": build_adolc(k, build) if "adolc" in peers else {"ok": False},
+                     "enzyme15": build_enzyme15(k, build, plugin, args.opt)
+                     if "enzyme15" in peers else {"ok": False}}
+        b = builds[k]["enzyme15"]
+        if "enzyme15" in peers and not b["ok"] and "skip" not in b:
+            print(f"  real Enzyme failed: {b['error']}", file=sys.stderr)
         for which in ("on", "off"):
             b = builds[k][which]
             if not b["ok"] and b.get("error") != "ablation not requested":
@@ -364,7 +450,9 @@ def main(argv: list[str] | None = None) -> int:
             "ablation": args.ablation and args.ablation_mode,
             "date": time.strftime("%Y-%m-%d %H:%M"),
             "seconds": round(time.time() - started, 1), "machine": machine_line(),
-            "versions": versions()}
+            "load": f"{load_at_start} at the start, {load_line()} at the end",
+            "heap": bool(args.memcount),
+            "enzyme15": enzyme15_line(plugin), "versions": versions()}
     md = write_report(out, meta, builds, results, png=args.png)
     print(md)
     return 0
@@ -380,6 +468,26 @@ def machine_line() -> str:
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} cores"
+
+
+def load_line() -> str:
+    """The load average: other work on the machine moves the timings."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "?"
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def enzyme15_line(plugin) -> str:
+    if plugin is None:
+        return "not requested"
+    from . import enzyme_peer
+    if isinstance(plugin, enzyme_peer.Skip):
+        return "skipped: " + plugin.reason
+    return (f"Enzyme LLVM 15 plugin from PyPI {enzyme_peer.WHEEL_REQ} (LLVMEnzyme-15.so "
+            f"sha256 {enzyme_peer.PLUGIN_SHA256[:12]}…) on the system's LLVM 15; flags "
+            + " ".join(ENZYME15_FLAGS))
 
 
 def versions() -> dict[str, str]:

@@ -6,7 +6,14 @@ import json
 import math
 from pathlib import Path
 
-from .harness import AGREE_TOL, TARGET_ABLATION, TARGET_AD_PASS_S, TARGET_RATIO, size_label
+from .harness import (
+    AGREE_TOL,
+    TARGET_ABLATION,
+    TARGET_AD_PASS_S,
+    TARGET_RATIO,
+    TARGET_VS_ENZYME,
+    size_label,
+)
 
 FD_TOL = 1e-4
 PEER_NAMES = [("adolc", "ADOL-C"), ("torch", "PyTorch"), ("jax", "JAX"), ("fd", "central FD")]
@@ -52,6 +59,66 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def fmt_bytes(n) -> str:
+    if n is None or n < 0:
+        return "—"
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def trusted(c: dict, tool: str) -> bool:
+    """The tool ran, its derivative agrees with EnzymePy's and it left the inputs intact.
+    (Two AD tools agreeing to rounding where the sampled central FD does not is FD's
+    truncation error on long recurrences; where they disagree, the FD columns say which
+    one is off.)"""
+    r = c["tools"].get(tool, {})
+    return (r.get("ok", False) and r.get("agree", 1.0) <= AGREE_TOL
+            and not r.get("inputs_modified"))
+
+
+def wrong_label(c: dict, tool: str) -> str:
+    r, e = c["tools"].get(tool, {}), c["tools"].get("enzyme", {})
+    mine, ours = r.get("fd_max_rel_err", -1), e.get("fd_max_rel_err", -1)
+    if r.get("inputs_modified"):
+        return "**wrote into its inputs**"
+    if mine >= 0 and ours >= 0 and mine > 10 * max(ours, FD_TOL):
+        return "**wrong ∇** (FD)"
+    return "**disagrees with EnzymePy**"
+
+
+def vs_enzyme(c: dict) -> float | None:
+    """EnzymePy's gradient time / real Enzyme's, when both derivatives are right."""
+    e, z = c["tools"].get("enzyme", {}), c["tools"].get("enzyme15", {})
+    if e.get("ok") and z.get("ok") and z["grad_s"] > 0 and trusted(c, "enzyme15"):
+        return e["grad_s"] / z["grad_s"]
+    return None
+
+
+def enzyme15_cell(c: dict) -> str:
+    z = c["tools"].get("enzyme15")
+    if z is None:
+        return "not run"
+    if not z.get("ok"):
+        if "skip" in z:
+            return "skipped: " + short(z["skip"], 60)
+        return "**failed**: " + short(z.get("error", "?"), 90)
+    s = fmt_t(z["grad_s"])
+    if z.get("primal_s", -1) > 0:
+        s += f" ({z['grad_s'] / z['primal_s']:.2f}× its primal)"
+    if not trusted(c, "enzyme15"):
+        return s + " " + wrong_label(c, "enzyme15")
+    return s
+
+
+def vs_enzyme_cell(c: dict) -> str:
+    q = vs_enzyme(c)
+    if q is None:
+        return "—"
+    return f"{q:.2f} ({'met' if q <= TARGET_VS_ENZYME else 'missed'})"
+
+
 def peer_cell(c: dict, tool: str) -> str:
     r = c["tools"].get(tool)
     ours = c["tools"].get("enzyme", {})
@@ -90,19 +157,24 @@ def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
              f"{meta['date']}, {meta['machine']}; run took {meta['seconds']} s.  ")
     v = meta["versions"]
     L.append(f"{v.get('enzyme-cc', '')}; ADOL-C {v.get('adolc')}; PyTorch {v.get('torch')}; "
-             f"JAX {v.get('jax')} (all CPU, float64, one thread).")
+             f"JAX {v.get('jax')} (all CPU, float64, one thread).  ")
+    L.append(f"Real Enzyme: {meta.get('enzyme15', 'not requested')}.  ")
+    L.append(f"Machine load: {meta.get('load', '?')} (timings taken while other work shares "
+             "the machine move by up to ~2× between runs; ratios taken side by side move less).")
     L.append("")
     L.append("### Gradient time (peers: time and multiple of EnzymePy's)")
     L.append("")
-    L.append("| kernel | size | primal | EnzymePy ∇ | ∇/primal (target) | no pre-AD opt ∇ "
+    L.append("| kernel | size | primal | EnzymePy ∇ | ∇/primal (target) | real Enzyme ∇ "
+             f"| EnzymePy ÷ Enzyme (target ≤ {TARGET_VS_ENZYME:g}) | no pre-AD opt ∇ "
              "| on/off | ADOL-C | PyTorch | JAX | central FD |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in results:
         e = c["tools"].get("enzyme", {})
         k = c["kernel"]
         if not e.get("ok"):
             L.append(f"| {k} | {case_label(c)} | — | **failed**: {short(e.get('error', '?'))} "
-                     "| — | — | — | " + " | ".join(peer_cell(c, t) for t, _ in PEER_NAMES) + " |")
+                     f"| — | {enzyme15_cell(c)} | — | — | — | "
+                     + " | ".join(peer_cell(c, t) for t, _ in PEER_NAMES) + " |")
             continue
         ratio = grad_ratio(c)
         tgt = TARGET_RATIO.get(k)
@@ -118,7 +190,8 @@ def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
             ocell = "**failed**: " + short(o.get("error", "?"), 80)
         ab = ablation(c)
         L.append(f"| {k} | {case_label(c)} | {fmt_t(e['primal_s'])} | {fmt_t(e['grad_s'])} | "
-                 f"{rcell} | {ocell} | {f'{ab:.2f}×' if ab else '—'} | "
+                 f"{rcell} | {enzyme15_cell(c)} | {vs_enzyme_cell(c)} | "
+                 f"{ocell} | {f'{ab:.2f}×' if ab else '—'} | "
                  + " | ".join(peer_cell(c, t) for t, _ in PEER_NAMES) + " |")
     L.append("")
     g = geomean([ablation(c) for c in results])
@@ -133,13 +206,47 @@ def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
     L.append("### Agreement with EnzymePy's derivative (max |Δ| / max |∇ours|; "
              f"ok ≤ {AGREE_TOL:g}, FD on {FD_TOL:g} relative per sampled entry)")
     L.append("")
-    L.append("| kernel | size | no pre-AD opt | ADOL-C | PyTorch | JAX | central FD (sampled) "
-             "| inputs intact after ∇ (on / off) |")
-    L.append("|---|---|---|---|---|---|---|---|")
+    L.append("| kernel | size | real Enzyme | real Enzyme vs central FD (sampled) "
+             "| no pre-AD opt | ADOL-C | PyTorch | JAX | central FD (sampled) "
+             "| inputs intact after ∇ (on / off / Enzyme) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     for c in results:
-        L.append(f"| {c['kernel']} | {case_label(c)} | " + " | ".join(
-            agree_cell(c, t) for t in ("enzyme_nopreopt", "adolc", "torch", "jax", "fd")) + " | "
-            + " / ".join(intact_cell(c, t) for t in ("enzyme", "enzyme_nopreopt")) + " |")
+        z = c["tools"].get("enzyme15", {})
+        zfd = z.get("fd_max_rel_err", -1) if z.get("ok") else -1
+        zfd_cell = (f"{zfd:.1e} {'ok' if zfd <= FD_TOL else '**DIFFERS**'}" if zfd >= 0 else "—")
+        L.append(f"| {c['kernel']} | {case_label(c)} | {agree_cell(c, 'enzyme15')} | {zfd_cell} | "
+                 + " | ".join(agree_cell(c, t) for t in
+                              ("enzyme_nopreopt", "adolc", "torch", "jax", "fd")) + " | "
+                 + " / ".join(intact_cell(c, t) for t in ("enzyme", "enzyme_nopreopt", "enzyme15"))
+                 + " |")
+    L.append("")
+    L.append("### Peak heap per call (LD_PRELOAD counter, first call: live bytes above the "
+             "start of the call)")
+    L.append("")
+    if not meta.get("heap"):
+        L.append("Not measured (run without the heap counter).")
+    else:
+        L.append("Tape/cache = the gradient's peak minus the primal's (the gradient also runs "
+                 "the primal); shadows of the kernel's own heap blocks count as tape here.  Stack "
+                 "memory (small caches a tool keeps in allocas) is not seen.")
+        L.append("")
+        L.append("| kernel | size | primal | EnzymePy ∇ | EnzymePy tape/cache | real Enzyme ∇ "
+                 "| real Enzyme tape/cache | ADOL-C ∇ |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for c in results:
+            t = c["tools"]
+
+            def peak(tool, key, t=t):
+                r = t.get(tool, {})
+                return r.get(key, -1) if r.get("ok") else -1
+
+            p = peak("enzyme", "primal_heap_peak")
+            pz = peak("enzyme15", "primal_heap_peak")
+            g, gz = peak("enzyme", "grad_heap_peak"), peak("enzyme15", "grad_heap_peak")
+            L.append(f"| {c['kernel']} | {case_label(c)} | {fmt_bytes(p)} | {fmt_bytes(g)} | "
+                     f"{fmt_bytes(g - p if g >= 0 and p >= 0 else -1)} | {fmt_bytes(gz)} | "
+                     f"{fmt_bytes(gz - pz if gz >= 0 and pz >= 0 else -1)} | "
+                     f"{fmt_bytes(peak('adolc', 'grad_heap_peak'))} |")
     L.append("")
     L.append(f"### Compile side (enzyme-cc {meta['opt']} -v; "
              f"AD pass target < {TARGET_AD_PASS_S:g} s)")

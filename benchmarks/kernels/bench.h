@@ -21,6 +21,10 @@
 #ifndef BENCH_H
 #define BENCH_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -194,3 +194,8 @@ def spmv(sizes, arrays):
         v = lax.fori_loop(0, iters, body, v)
         return (v * v).sum()
     return _scalar(f, arrays["x"])
+
+
+# the ADBench-as-written C kernels compute the same values from the same inputs
+gmm_adbench = gmm
+ba_adbench = ba

@@ -204,3 +204,8 @@ def spmv(sizes, arrays):
             v = torch.tanh(torch.zeros(n).index_add(0, rows, vals * v[cols]))
         return (v * v).sum()
     return _scalar(f, arrays["x"])
+
+
+# the ADBench-as-written C kernels compute the same values from the same inputs
+gmm_adbench = gmm
+ba_adbench = ba
