@@ -368,15 +368,19 @@ class Library:
         self._source = source
         self._lang = lang
         self._flags = flags
-        self._dll = ctypes.CDLL(os.path.join(path, "lib.so"))
+        self._dll = _load(os.path.join(path, "lib.so"))
         self._sigs: dict[str, Signature] = {}
         by_short: dict[str, list[Signature]] = {}
+        emitted = []
         for s in sigs:
             try:
                 getattr(self._dll, s.symbol)
             except AttributeError:
                 continue    # not emitted (e.g. an inline function nobody calls)
-            self._sigs[s.name] = s
+            emitted.append(s)
+        names = [s.name for s in emitted]
+        for s in emitted:   # C++ overloads: "f(const double *, int)"
+            self._sigs[s.name if names.count(s.name) == 1 else s.name + _spell(s)] = s
             by_short.setdefault(s.name.rsplit("::", 1)[-1], []).append(s)
         self._short = by_short
         self._functions: dict[str, Function] = {}
@@ -398,8 +402,8 @@ class Library:
             cands = self._short.get(name, [])
             if len(cands) > 1:
                 raise KeyError(f"'{name}' is overloaded or in several namespaces: "
-                               f"{', '.join(s.name + str(_spell(s)) for s in cands)}; "
-                               "give the full name, or declare the function extern \"C\"")
+                               f"{', '.join(s.name + _spell(s) for s in cands)}; "
+                               "use lib['name(types)'] (see lib.functions)")
             if not cands:
                 raise KeyError(f"no exported function '{name}' in the library (it has: "
                                f"{', '.join(self._sigs) or 'none'})")
@@ -440,7 +444,7 @@ class Library:
                 json.dump({"function": sig.name, "mode": mode}, fh)
 
         d = _cached_build(parts, produce)
-        dll = ctypes.CDLL(os.path.join(d, "lib.so"))
+        dll = _load(os.path.join(d, "lib.so"))
         f = getattr(dll, "__ep_" + mode)
         f.argtypes = argtypes
         f.restype = None
@@ -449,8 +453,21 @@ class Library:
         return f
 
 
+def _load(path: str) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:   # e.g. a function declared but defined nowhere
+        raise CompileError("the built library does not load", str(e)) from None
+
+
 def _spell(s: Signature) -> str:
-    return "(" + ", ".join(p.ctype or p.why for p in s.params) + ")"
+    return "(" + ", ".join(_ptype(p) for p in s.params) + ")"
+
+
+def _ptype(p: Param) -> str:
+    if p.kind == "unsupported":
+        return p.why
+    return ("const " if p.const else "") + p.ctype
 
 
 # ---------------------------------------------------------------------------------------
@@ -485,8 +502,7 @@ class Function:
     def __repr__(self) -> str:
         s = self.signature
         ret = "void" if s.ret is None else s.ret.ctype
-        args = ", ".join(f"{'const ' if p.const else ''}{p.ctype or p.why} {p.name}"
-                         for p in s.params)
+        args = ", ".join(f"{_ptype(p)} {p.name}".replace("* ", "*") for p in s.params)
         return f"<enzyme_py.Function {ret} {s.name}({args})>"
 
     @property
@@ -560,7 +576,8 @@ def _check(fname: str, p: Param, v, what: str = ""):
         if p.shape:
             if v.ndim != len(p.shape) or any(d is not None and d != n
                                              for d, n in zip(p.shape, v.shape)):
-                want = "(" + ", ".join("n" if d is None else str(d) for d in p.shape) + ")"
+                want = "(" + ", ".join("n" if d is None else str(d) for d in p.shape) \
+                    + ("," if len(p.shape) == 1 else "") + ")"
                 raise ValueError(f"{where} takes an array of shape {want}, not "
                                  f"{tuple(v.shape)}")
         if not p.const and not v.flags.writeable:
@@ -723,10 +740,12 @@ def reverse(fn: Function, vals: list, active, seeds: dict | None = None,
     c = fn.lib._derivative(fn.signature, "rev", dup, out)
     cargs = []
     shadows = {}
+    keep = []   # the copies must outlive the call (cargs holds bare addresses)
     for i, (p, v) in enumerate(zip(params, vals)):
         if p.kind == "array":
             if not p.const:
                 v = v.copy()
+                keep.append(v)
             cargs.append(v.ctypes.data)
             if i in dup:
                 s = seeds.get(i) if seeds else None
@@ -739,6 +758,7 @@ def reverse(fn: Function, vals: list, active, seeds: dict | None = None,
     buf = np.zeros(len(out) + 1)
     cargs.append(buf.ctypes.data)
     c(*cargs)
+    del keep
     grads: dict = {}
     base = 1 if float_ret else 0
     for k, i in enumerate(sorted(out)):
