@@ -542,15 +542,18 @@ class Function:
             raise TypeError(f"{self.signature.name}() missing argument(s): "
                             f"{', '.join(missing)} (it takes {len(params)}: "
                             f"{', '.join(p.name for p in params)})")
-        for i, p in enumerate(params):
-            vals[i] = _check(self.signature.name, p, vals[i], what)
-        return vals
+        name = self.signature.name
+        return [_check(name, p, v, what) for p, v in zip(params, vals)]
 
     def __call__(self, *args, **kwargs):
         vals = self._bind(args, kwargs)
         cargs = [v.ctypes.data if p.kind == "array" else v
                  for p, v in zip(self.signature.params, vals)]
         return self._c(*cargs)
+
+
+_RANGES = {n: (int(np.iinfo(n).min), int(np.iinfo(n).max))
+           for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")}
 
 
 class _Missing:
@@ -562,6 +565,19 @@ _MISSING = _Missing()
 
 
 def _check(fname: str, p: Param, v, what: str = ""):
+    kind = p.kind
+    # fast paths for the common, valid cases (this runs on every call)
+    if kind == "array":
+        if type(v) is np.ndarray and v.dtype == p.dtype and v.flags.c_contiguous \
+                and not p.shape and (p.const or v.flags.writeable):
+            return v
+    elif kind == "float":
+        if type(v) is float:
+            return v
+    elif type(v) is int and p.dtype != "bool":
+        lo, hi = _RANGES[p.dtype]
+        if lo <= v <= hi:
+            return v
     where = f"{fname}: parameter '{p.name}'{what}"
     if p.kind == "array":
         if not isinstance(v, np.ndarray):
@@ -598,8 +614,8 @@ def _check(fname: str, p: Param, v, what: str = ""):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{where} ({p.ctype}) takes an integer, not {type(v).__name__}")
     v = int(v)
-    info = np.iinfo(p.dtype)
-    if not info.min <= v <= info.max:
+    lo, hi = _RANGES[p.dtype]
+    if not lo <= v <= hi:
         raise ValueError(f"{where} ({p.ctype}) is out of range: {v}")
     return v
 
