@@ -1,8 +1,10 @@
 """One exception hierarchy for everything EnzymePy reports to a user.
 
 Every error carries a message in compiler-diagnostic style; the driver prints
-``enzyme-cc: error: <message>`` (plus an optional hint line) and exits
-non-zero.  Tracebacks are shown only with ``ENZYME_DEBUG=1``.
+``enzyme-cc: error: <message>`` (plus an optional hint line) and exits 1;
+:class:`InternalError` (a broken invariant of EnzymePy) and any other exception
+are bugs of ours: exit 70 and a request to report it.  Tracebacks are shown
+only with ``ENZYME_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,24 @@ class EnzymeError(Exception):
 
 class UsageError(EnzymeError):
     """Bad command line or input file."""
+
+
+class FileError(EnzymeError):
+    """An input cannot be read or an output cannot be written (missing directory,
+    permissions, full disk, file size limit): the message names the file and
+    the system's reason."""
+
+    @classmethod
+    def of(cls, what: str, path: str, e: OSError) -> FileError:
+        """``<what> <path>: <reason>``, e.g. ``cannot open output file a.out: No such
+        file or directory``."""
+        return cls(f"{what} {path}: {e.strerror or e}")
+
+
+class InternalError(EnzymeError):
+    """An invariant of EnzymePy itself failed: a bug of ours, not a defect of the
+    user's program.  The driver reports it as an internal error (exit 70) and
+    asks for a report."""
 
 
 class ToolError(EnzymeError):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
+from ..errors import InternalError
 from ..ir import types as T
 from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
                                FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
@@ -823,16 +824,16 @@ class ReverseGen:
         if isinstance(p, Argument):
             s = self.sh_rev_args.get(p)
             if s is None:
-                raise ADError("internal: argument without shadow")
+                raise InternalError("argument without shadow")
             return s
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
         if p not in self.act.shadowed:
             if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
                 # the primal pointer is never a shadow (see _sh_aug)
-                raise ADError("internal: no shadow for a pointer without one",
-                              location=self.ctx.err_loc(p) if p.is_instruction
-                              else f"in function '{self.ctx.fname(self.P)}'")
+                raise InternalError("no shadow for a pointer without one",
+                                    location=self.ctx.err_loc(p) if p.is_instruction
+                                    else f"in function '{self.ctx.fname(self.P)}'")
             return self.primal(p, b)
         key = ("s", p, b)
         got = self.memo.get(key)
@@ -1309,7 +1310,7 @@ class ReverseGen:
                 continue
             v = slot.aug_value
             if not v.is_instruction:
-                raise ADError("internal: a cached value is not an instruction")
+                raise InternalError("a cached value is not an instruction")
             e.at_before(self._def_point(v))
             self.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
         # -- reverse: fill in the cache addresses

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import FileError, UsageError
 
 MAGIC = b"!<arch>\n"
 THIN_MAGIC = b"!<thin>\n"
@@ -29,8 +29,11 @@ def is_archive(head: bytes) -> bool:
 
 def read_archive(path: str) -> list[Member]:
     """The regular members of the archive at ``path`` (symbol tables skipped)."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise FileError.of("cannot read archive", path, e) from None
     if data.startswith(THIN_MAGIC):
         raise UsageError(f"{path}: thin archives are not supported",
                          hint="create the archive without 'T' (ar rcs)")

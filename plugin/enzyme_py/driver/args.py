@@ -139,11 +139,16 @@ def expand_response_files(argv: list[str], depth: int = 0) -> list[str]:
                 continue
             if depth > 20:
                 raise UsageError(f"response files nested too deeply at '{a}'")
-            with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-                try:
-                    words = shlex.split(fh.read(), comments=False, posix=True)
-                except ValueError as e:
-                    raise UsageError(f"cannot read response file '{path}': {e}") from None
+            try:
+                with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+                    text = fh.read()
+            except OSError as e:
+                raise UsageError(f"cannot read response file '{path}': "
+                                 f"{e.strerror or e}") from None
+            try:
+                words = shlex.split(text, comments=False, posix=True)
+            except ValueError as e:
+                raise UsageError(f"cannot read response file '{path}': {e}") from None
             out.extend(expand_response_files(words, depth + 1))
         else:
             out.append(a)

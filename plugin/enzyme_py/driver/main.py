@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ import tempfile
 import traceback
 
 from .. import __version__, llvm
-from ..errors import EnzymeError, ToolError, UsageError
+from ..errors import EnzymeError, FileError, InternalError, ToolError, UsageError
 from ..paths import include_dir
 from . import archive, bitcode
 from .args import Args, Input, parse_args
@@ -64,18 +65,36 @@ def main(argv: list[str] | None = None, cxx: bool = False) -> int:
         if e.message:
             print(f"{prog}: error: {e.message}", file=sys.stderr)
         return e.returncode or 1
+    except InternalError as e:
+        return _internal_error(prog, e.message, e.location, e.hint)
     except EnzymeError as e:
         print(e.format(prog), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except OSError as e:
+        if e.filename is None:
+            return _internal_error(prog, f"{type(e).__name__}: {e}")
+        # a file operation not wrapped where it happens: still the system's reason
+        # and the file, not a traceback
+        print(f"{prog}: error: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug of ours: one line, traceback on request
-        if os.environ.get("ENZYME_DEBUG"):
-            traceback.print_exc()
-        print(f"{prog}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        print(f"{prog}: note: rerun with ENZYME_DEBUG=1 for a traceback, and please report it",
-              file=sys.stderr)
-        return 70
+        return _internal_error(prog, f"{type(e).__name__}: {e}")
+
+
+def _internal_error(prog: str, message: str, location: str | None = None,
+                    hint: str | None = None) -> int:
+    """A bug of EnzymePy (not of the user's program): exit 70 (EX_SOFTWARE)."""
+    if os.environ.get("ENZYME_DEBUG"):
+        traceback.print_exc()
+    where = f" ({location})" if location else ""
+    print(f"{prog}: error: internal error{where}: {message}", file=sys.stderr)
+    if hint:
+        print(f"{prog}: note: {hint}", file=sys.stderr)
+    print(f"{prog}: note: this is a bug in EnzymePy, not in your program; rerun with "
+          "ENZYME_DEBUG=1 for a traceback, and please report it", file=sys.stderr)
+    return 70
 
 
 def main_cxx() -> int:
@@ -159,7 +178,11 @@ class Driver:
                 raise UsageError("no input files")
             return self.passthrough()
         self.check_inputs()
-        self.tmp = tempfile.mkdtemp(prefix="enzyme-cc-")
+        try:
+            self.tmp = tempfile.mkdtemp(prefix="enzyme-cc-")
+        except OSError as e:
+            raise FileError.of("cannot create a temporary directory in",
+                               tempfile.gettempdir(), e) from None
         try:
             if a.mode == "compile":
                 self.compile_only()
@@ -191,8 +214,7 @@ class Driver:
                 raise UsageError(f"'{inp.path}' is a directory, not an input file")
             if inp.lang is not None:
                 continue
-            with open(inp.path, "rb") as fh:
-                head = fh.read(8)
+            head = _read(inp.path, 8)
             if archive.is_archive(head) or bitcode.is_object(head):
                 continue
             base = os.path.basename(inp.path)
@@ -257,7 +279,10 @@ class Driver:
             out = a.output or os.path.splitext(os.path.basename(src.path))[0] + ".o"
             with atomic_output(out) as tmp_out:
                 self.call(self.compile_command(src, tmp_out, bitcode_only=False, dep_target=out))
-                bitcode.privatize(tmp_out)
+                try:
+                    bitcode.privatize(tmp_out)
+                except OSError as e:
+                    raise FileError.of("cannot write output file", out, e) from None
 
     # -- linking -----------------------------------------------------------------
 
@@ -288,13 +313,11 @@ class Driver:
                 bc = os.path.join(self.tmp, f"{n}.bc")
                 self.call(self.compile_command(item, bc, bitcode_only=True,
                                                dep_target=out if a.dep_gen else None))
-                with open(bc, "rb") as fh:
-                    modules.append((item.path, fh.read()))
+                modules.append((item.path, _read(bc)))
                 if merged_slot is None:
                     merged_slot = len(final)
                 continue
-            with open(item.path, "rb") as fh:
-                data = fh.read()
+            data = _read(item.path)
             if archive.is_archive(data[:8]):
                 archives.append(item.path)
                 final.append(item.path)
@@ -319,8 +342,11 @@ class Driver:
                 save_prefix=out if a.save_temps else None)
             obj = build_object(modules, cfg)
             merged = os.path.join(self.tmp, "enzyme-merged.o")
-            with open(merged, "wb") as fh:
-                fh.write(obj)
+            try:
+                with open(merged, "wb") as fh:
+                    fh.write(obj)
+            except OSError as e:
+                raise FileError.of("cannot write temporary file", merged, e) from None
             final.insert(merged_slot if merged_slot is not None else 0, merged)
         with atomic_output(out) as tmp_out:
             self.call(self.clang.command(a.cxx) + self.link_flags() + (["-v"] if a.verbose else [])
@@ -375,25 +401,54 @@ def atomic_output(out: str):
     when the block succeeds, so a failed build never leaves a half-written
     output behind."""
     d = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".tmp", dir=d)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".tmp",
+                                   dir=d)
+    except OSError as e:
+        raise FileError.of("cannot open output file", out, e) from None
     os.close(fd)
     try:
         yield tmp
         if os.path.getsize(tmp) == 0:
             raise ToolError(f"{out}: the tool wrote no output", 1)
-        # mkstemp made the file private; give it the permissions a compiler's
-        # output normally has (the linker already set the executable bits).
-        os.chmod(tmp, os.stat(tmp).st_mode | (0o644 & ~_umask()))
-        os.replace(tmp, out)
+        try:
+            # mkstemp made the file private; give it the permissions a compiler's
+            # output normally has (the linker already set the executable bits).
+            os.chmod(tmp, os.stat(tmp).st_mode | (0o644 & ~_umask()))
+            os.replace(tmp, out)
+        except OSError as e:
+            raise FileError.of("cannot open output file", out, e) from None
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _read(path: str, size: int = -1) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except OSError as e:
+        raise FileError.of("cannot read input file", path, e) from None
+
+
+def _umask(status: str = "/proc/self/status") -> int:
+    """The process umask, read without setting it (``os.umask`` sets it: another
+    thread creating a file meanwhile would get mode 0666/0777): Linux reports it in
+    /proc/self/status; elsewhere, the mode a fresh file gets from the OS."""
+    try:
+        with open(status, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    probe = os.path.join(tempfile.gettempdir(), f".enzyme-umask.{secrets.token_hex(8)}")
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777)  # 0777 & ~umask
+    try:
+        return 0o777 & ~os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+        os.unlink(probe)
 
 
 def _symbols(data: bytes, what: str) -> tuple[set[str], set[str]]:

@@ -10,12 +10,14 @@ merged and the transformed IR are written next to the output.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 
 from .. import llvm
 from . import structors
-from ..errors import EnzymeError
+from ..errors import FileError, InternalError
 
 
 @dataclass
@@ -37,8 +39,13 @@ def _log(cfg: PipelineConfig, text: str) -> None:
 def _save(cfg: PipelineConfig, suffix: str, text: str) -> None:
     if cfg.save_prefix:
         path = f"{cfg.save_prefix}.{suffix}"
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(path)   # no half-written file left behind
+            raise FileError.of("cannot write", path, e) from None
         _log(cfg, f"saved {path}")
 
 
@@ -77,9 +84,9 @@ def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> byte
     try:
         mod = llvm.parse_assembly(out, "the transformed module")
     except llvm.LLVMError as e:
-        raise EnzymeError(f"internal error: {e}",
-                          hint="this is a bug in EnzymePy; please report it with the "
-                               "files written by -save-temps") from None
+        raise InternalError(str(e), hint="rerun with -save-temps and attach the "
+                                         "<output>.merged.ll and <output>.enzyme.ll it "
+                                         "writes to the report") from None
     opts = llvm.PipelineOptions(level=cfg.level)
     llvm.optimize(mod, opts)
     mod = structors.lower_module(mod)
