@@ -133,7 +133,7 @@ def _round(module, options, log) -> None:
     from .forward import ForwardContext
     from .registry import Registry
     from .reverse import Context, _prepared
-    from .runtime import POOLED, unpool
+    from .runtime import OUT_OF_MEMORY, POOLED, runtime_base, unpool
     from .split import lower_split
 
     _prepared.clear()   # keyed by id(): objects of an earlier round may be gone
@@ -149,7 +149,7 @@ def _round(module, options, log) -> None:
     seen = set()
     while work:
         f = work.pop()
-        if f in seen or f.name in POOLED:
+        if f in seen or runtime_base(f.name) in POOLED or f.name == OUT_OF_MEMORY:
             continue
         seen.add(f)
         closure.append(f)

@@ -91,7 +91,8 @@ class CallHooks:
         # the rule's reverse runs after this frame's allocas are gone: pass it snapshots
         # (taken right after the call) of the local arrays it reads, freed after it ran
         locals_ = self._locals(gen, inst)
-        slot = e.call_fn(runtime_function(m, "__enzyme_py_tape_reserve"),
+        slot = e.call_fn(runtime_function(m, "__enzyme_py_tape_reserve",
+                                          owner=gen.ctx.fname(gen.P)),
                          [gen.tape_aug, ConstantInt(T.i64, 8 + 16 * len(locals_))])
         e.store(tape, slot, 8)
         malloc = e.declare("malloc", T.ptr, [T.i64])

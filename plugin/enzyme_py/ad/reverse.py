@@ -374,7 +374,7 @@ class ReverseGen:
                 self.stack_shadow_src.append(inst)
 
     def _rt(self, name, ty=None):
-        return runtime_function(self.ctx.module, name, ty)
+        return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
 
     def _sh_aug(self, v, where):
         s = self.sh_aug.get(v)
@@ -1326,7 +1326,7 @@ class ReverseGen:
         if fsize and self.exit is not None:
             ret = self.vmap[self.exit].terminator
             e.at_before(ret)
-            reserve = runtime_function(m, "__enzyme_py_tape_reserve")
+            reserve = self._rt("__enzyme_py_tape_reserve")
             p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
             self.cache_insts[e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),

@@ -221,7 +221,7 @@ INACTIVE_CALLS = {
     "fwrite", "fread", "fopen", "fclose", "perror", "strlen", "strcmp", "strncmp",
     "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_atexit", "atoi", "atof", "strtod",
     "getenv", "isinf", "isnan", "__isinf", "__isnan", "__isinff", "__isnanf",
-    "__enzyme_py_digamma",
+    "__enzyme_py_digamma", "__enzyme_py_out_of_memory",
 }
 
 # intrinsics that are dropped from the reverse pass (no derivative, no shadow)

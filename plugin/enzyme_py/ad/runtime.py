@@ -24,6 +24,13 @@ not take its buffers from the pool: the outer transformation would have to see
 through its atomic exchanges on a global.  :func:`unpool` rewrites the calls to the
 pooled functions as plain ``malloc``/``calloc``/``free`` (same block layout), which
 the outer transformation differentiates like any other allocation.
+
+Every allocation checks its result: out of memory prints ``enzyme: out of memory
+growing the tape of f: N bytes`` (``growing the cache``, ``allocating the cache``,
+``allocating a shadow``) on stderr and calls ``abort()`` (``__enzyme_py_out_of_memory``),
+instead of a null dereference inside the gradient.  The functions that allocate come
+in one variant per generated function (``owner``, the name of the differentiated
+function: ``__enzyme_py_tape_reserve.f``), so that the message names it.
 """
 
 from __future__ import annotations
@@ -32,6 +39,14 @@ from ..ir import types as T
 from ..ir.values import ConstantFP, ConstantInt
 
 TAPE_TYPE = T.StructType([T.ptr, T.i64, T.i64])
+# the runtime functions that allocate, and what their message says they were doing
+_ALLOCATING = {
+    "__enzyme_py_tape_reserve": "growing the tape",
+    "__enzyme_py_cache_reserve": "growing the cache",
+    "__enzyme_py_cache_alloc": "allocating the cache",
+    "__enzyme_py_shadow_alloc": "allocating a shadow",
+    "__enzyme_py_shadow_realloc": "allocating a shadow",
+}
 POOL_SLOTS = 8
 SHADOW_POOL_MIN = 1 << 16
 
@@ -43,6 +58,15 @@ def _new(module, name, ret, params, attrs="nounwind"):
     fn = module.add_function(name, T.FunctionType(ret, params), linkage="internal",
                              fn_attrs=attrs, unique=False)
     return fn, True
+
+
+OUT_OF_MEMORY = "__enzyme_py_out_of_memory"
+
+
+def runtime_base(name: str) -> str:
+    """The runtime function whose variant is called ``name``
+    (``__enzyme_py_cache_alloc.f`` -> ``__enzyme_py_cache_alloc``)."""
+    return name.split(".", 1)[0] if name.startswith("__enzyme_py_") else name
 
 
 POOLED = ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free", "__enzyme_py_shadow_alloc",
@@ -60,7 +84,8 @@ def unpool(fn) -> None:
     e = Emitter(module)
     i64 = T.i64
     calls = [i for i in fn.instructions() if isinstance(i, Call)
-             and i.called_function is not None and i.called_function.name in POOLED]
+             and i.called_function is not None
+             and runtime_base(i.called_function.name) in POOLED]
 
     def shadow_alloc(n):
         # the pooled layout: 16-byte header {i64 capacity = 0 (not pooled), i64 size}
@@ -70,7 +95,7 @@ def unpool(fn) -> None:
         return e.gep_bytes(raw, 16)
 
     for c in calls:
-        name = c.called_function.name
+        name = runtime_base(c.called_function.name)
         e.at_before(c)
         args = c.args
         if name == "__enzyme_py_cache_alloc":
@@ -152,11 +177,76 @@ def _typed_frame_copies(fn) -> None:
         c.erase()
 
 
-def runtime_function(module, name, ty=None):
+def _string(module, text: str):
+    """A private constant C string (memoized by content)."""
+    from ..ir.values import ConstantString
+    data = text.encode() + b"\0"
+    name = "__enzyme_py_str." + "".join(c if c.isalnum() else "_" for c in text[:40])
+    body = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}"
+                   for b in data)
+    for g in module.global_variables:
+        if g.name.startswith(name) and isinstance(g.initializer, ConstantString) \
+                and g.initializer.text == f'"{body}"':
+            return g
+    ty = T.ArrayType(T.i8, len(data))
+    return module.add_global(name, ty, ConstantString(ty, f'"{body}"'), constant=True,
+                             linkage="private", align=1)
+
+
+def _out_of_memory(module):
+    """``__enzyme_py_out_of_memory(what, n)``: ``enzyme: out of memory <what>: <n>
+    bytes`` on stderr (snprintf into a stack buffer and write(2): no allocation), then
+    ``abort()``."""
+    from ..ir.instructions import Alloca, Unreachable
+    from .emit import Emitter
+    fn, new = _new(module, OUT_OF_MEMORY, T.void, [T.ptr, T.i64],
+                   "noinline cold noreturn nounwind")
+    if not new:
+        return fn
+    e = Emitter(module)
+    what, n = fn.args
+    e.at_end(fn.append_basic_block("entry"))
+    size = 512
+    buf = e.insert(Alloca(T.ArrayType(T.i8, size), align=16))
+    snprintf = e.declare("snprintf", T.i32, [T.ptr, T.i64, T.ptr], varargs=True)
+    fmt = _string(module, "enzyme: out of memory %s: %llu bytes\n")
+    k = e.call_fn(snprintf, [buf, ConstantInt(T.i64, size), fmt, what, n])
+    k = e.select(e.icmp("slt", k, ConstantInt(T.i32, 0)), ConstantInt(T.i32, 0), k)
+    k = e.select(e.icmp("sgt", k, ConstantInt(T.i32, size - 1)),
+                 ConstantInt(T.i32, size - 1), k)
+    write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
+    e.call_fn(write, [ConstantInt(T.i32, 2), buf, e.cast("zext", k, T.i64)])
+    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.insert(Unreachable())
+    return fn
+
+
+def _check(module, e, fn, p, nbytes, what):
+    """After an allocation ``p`` of ``nbytes`` in ``fn``: a null ``p`` reports ``what``
+    and aborts; the emitter continues in the non-null block."""
+    from ..ir.instructions import Unreachable
+    from ..ir.values import ConstantNull
+    ok, oom = fn.append_basic_block("ok"), fn.append_basic_block("oom")
+    e.cbr(e.icmp("eq", p, ConstantNull(T.ptr)), oom, ok)
+    e.at_end(oom)
+    e.call_fn(_out_of_memory(module), [_string(module, what), nbytes])
+    e.insert(Unreachable())
+    e.at_end(ok)
+
+
+def runtime_function(module, name, ty=None, owner=None):
+    """The runtime function ``name`` (for type ``ty`` where it has variants); for the
+    functions that allocate, the variant whose out-of-memory message names ``owner``."""
     from .emit import Emitter, type_suffix
     e = Emitter(module)
     i64 = T.i64
-    if name == "__enzyme_py_tape_reserve":
+    what = _ALLOCATING.get(name)
+    if what is not None:
+        base = name
+        if owner is not None:
+            what += f" of {owner}"
+            name = f"{name}.{owner}"
+    if what is not None and base == "__enzyme_py_tape_reserve":
         fn, new = _new(module, name, T.ptr, [T.ptr, i64], "alwaysinline nounwind")
         if not new:
             return fn
@@ -176,6 +266,7 @@ def runtime_function(module, name, ty=None):
         data = e.load(T.ptr, t, 8)
         realloc = e.declare("realloc", T.ptr, [T.ptr, i64])
         nd = e.call_fn(realloc, [data, c3])
+        _check(module, e, fn, nd, c3, what)
         e.store(nd, t, 8)
         e.store(c3, capp, 8)
         e.br(fast)
@@ -198,7 +289,7 @@ def runtime_function(module, name, ty=None):
         d = e.load(T.ptr, t, 8)
         e.ret(e.gep_bytes(d, new_sz))
         return fn
-    if name == "__enzyme_py_cache_reserve":
+    if what is not None and base == "__enzyme_py_cache_reserve":
         fn, new = _new(module, name, T.ptr, [T.ptr, i64, i64], "alwaysinline nounwind")
         if not new:
             return fn
@@ -213,14 +304,18 @@ def runtime_function(module, name, ty=None):
         need = e.binop("add", i, ConstantInt(i64, 1))
         nc = e.select(e.icmp("ult", c2, need), need, c2)
         realloc = e.declare("realloc", T.ptr, [T.ptr, i64])
-        nd = e.call_fn(realloc, [e.load(T.ptr, st, 8), e.binop("mul", nc, rec)])
+        nbytes = e.binop("mul", nc, rec)
+        nd = e.call_fn(realloc, [e.load(T.ptr, st, 8), nbytes])
+        _check(module, e, fn, nd, nbytes, what)
         e.store(nd, st, 8)
         e.store(nc, capp, 8)
         e.br(fast)
         e.at_end(fast)
         e.ret(e.load(T.ptr, st, 8))
         return fn
-    if name in ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free"):
+    if what is not None and base == "__enzyme_py_cache_alloc":
+        return _cache_pool(module, e, base, name, what)
+    if name == "__enzyme_py_cache_free":
         return _cache_pool(module, e, name)
     if name.startswith("__enzyme_py_memcpy_adj"):
         full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"
@@ -249,7 +344,7 @@ def runtime_function(module, name, ty=None):
         e.at_end(exit_)
         e.ret()
         return fn
-    if name == "__enzyme_py_shadow_alloc":
+    if what is not None and base == "__enzyme_py_shadow_alloc":
         # zeroed shadow memory after a 16-byte header {i64 capacity, i64 size}: blocks
         # of SHADOW_POOL_MIN bytes or more come from the cache-buffer pool (capacity >
         # 0) and are zeroed with memset, since a fresh calloc of that size is an mmap
@@ -262,14 +357,16 @@ def runtime_function(module, name, ty=None):
         e.at_end(entry)
         e.cbr(e.icmp("uge", n, ConstantInt(i64, SHADOW_POOL_MIN)), big, small)
         e.at_end(big)
-        p = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc"), [n])
+        p = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc", owner=owner), [n])
         e.store(n, e.gep_bytes(p, -8), 8)
         memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, i64, T.i1])
         e.call_fn(memset, [p, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
         e.ret(p)
         e.at_end(small)
         calloc = e.declare("calloc", T.ptr, [i64, i64])
-        raw = e.call_fn(calloc, [e.binop("add", n, ConstantInt(i64, 16)), ConstantInt(i64, 1)])
+        nb = e.binop("add", n, ConstantInt(i64, 16))
+        raw = e.call_fn(calloc, [nb, ConstantInt(i64, 1)])
+        _check(module, e, fn, raw, nb, what)
         e.store(n, e.gep_bytes(raw, 8), 8)
         e.ret(e.gep_bytes(raw, 16))
         return fn
@@ -311,7 +408,7 @@ def runtime_function(module, name, ty=None):
         e.at_end(done)
         e.ret(e.phi(i64, [(ConstantInt(i64, 0), entry), (sz, yes)]))
         return fn
-    if name == "__enzyme_py_shadow_realloc":
+    if what is not None and base == "__enzyme_py_shadow_realloc":
         # a fresh shadow holding a copy of the old one's first min(old, n) bytes;
         # the old shadow stays alive for the reverse sweep
         fn, new = _new(module, name, T.ptr, [T.ptr, i64])
@@ -319,7 +416,7 @@ def runtime_function(module, name, ty=None):
             return fn
         old, n = fn.args
         e.at_end(fn.append_basic_block("entry"))
-        alloc = runtime_function(module, "__enzyme_py_shadow_alloc")
+        alloc = runtime_function(module, "__enzyme_py_shadow_alloc", owner=owner)
         size = runtime_function(module, "__enzyme_py_shadow_size")
         p = e.call_fn(alloc, [n])
         osz = e.call_fn(size, [old])
@@ -363,7 +460,7 @@ def runtime_function(module, name, ty=None):
     raise KeyError(name)
 
 
-def _cache_pool(module, e, name):
+def _cache_pool(module, e, name, full=None, what=None):
     """Blocks carry a 16-byte header holding their capacity; the pool is an array of
     ``POOL_SLOTS`` block pointers (null: empty)."""
     from ..ir.instructions import GEP, AtomicRMW, CmpXchg, ExtractValue
@@ -377,7 +474,7 @@ def _cache_pool(module, e, name):
                                  linkage="internal", align=8, unique=False)
     null = ConstantNull(T.ptr)
     if name == "__enzyme_py_cache_alloc":
-        fn, new = _new(module, name, T.ptr, [i64])
+        fn, new = _new(module, full, T.ptr, [i64])
         if not new:
             return fn
         (n,) = fn.args
@@ -412,7 +509,9 @@ def _cache_pool(module, e, name):
         i.add_incoming(i1, nxt)
         e.at_end(fresh)
         malloc = e.declare("malloc", T.ptr, [i64])
-        raw = e.call_fn(malloc, [e.binop("add", n, ConstantInt(i64, 16))])
+        nb = e.binop("add", n, ConstantInt(i64, 16))
+        raw = e.call_fn(malloc, [nb])
+        _check(module, e, fn, raw, nb, what)
         e.store(n, raw, 8)
         e.ret(e.gep_bytes(raw, 16))
         return fn

@@ -51,7 +51,7 @@ def static_tape_bytes(aug, _stack=None):
             return None
         name = c.callee_name or ""
         args = c.args
-        if name == "__enzyme_py_tape_reserve" and u.index == 0 and \
+        if name.startswith("__enzyme_py_tape_reserve") and u.index == 0 and \
                 isinstance(args[1], ConstantInt):
             total += args[1].value
         elif name.startswith("augmented_") and u.index == len(args) - 1 \
