@@ -98,14 +98,52 @@ def test_no_leaks_nested_loop_cache(tmp_path, valgrind):
     assert "All heap blocks were freed" in out.stderr
 
 
+def _cache_log(stderr: str, fn: str) -> tuple[int, dict]:
+    """The -v cache log of ``fn``: (frame bytes, {loop: (parent, kind)})."""
+    import re
+    lines = stderr.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"enzyme-cc: cache of {fn}: "))
+    block = [lines[start].split(f"cache of {fn}: ", 1)[1]]
+    for ln in lines[start + 1:]:
+        if not ln.startswith("    "):
+            break
+        block.append(ln.strip())
+    frame = re.fullmatch(r"frame on the tape \((\d+) bytes\): .*", block[0])
+    assert frame, block[0]
+    loops = {}
+    for ln in block[1:]:
+        m = re.fullmatch(r"loop (L\d+) \((outermost|in L\d+)\): ([^(]*) \(\d+ bytes per "
+                         r"iteration\): .*", ln)
+        assert m, ln
+        loops[m.group(1)] = (m.group(2).removeprefix("in "), m.group(3))
+    return int(frame.group(1)), loops
+
+
 def test_loop_buffers_sized_from_trip_count(tmp_path):
     """The counted loops get malloc'd buffers in their preheaders; only the while loop
     grows its buffer; nothing of the loops goes on the LIFO tape."""
+    import re
     src = tmp_path / "n.c"
     src.write_text(NESTED)
-    r = enzyme_cc(["-O2", "-v", str(src), "-o", str(tmp_path / "n"), "-lm"], tmp_path)
+    r = enzyme_cc(["-O2", "-v", "-save-temps", str(src), "-o", str(tmp_path / "n"), "-lm"],
+                  tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "cache of f: frame" in r.stderr
+    frame, loops = _cache_log(r.stderr, "f")
+    # three loops: for t (outermost), and in it for i and the while loop
+    assert len(loops) == 3, loops
+    (outer,) = [k for k, (parent, _) in loops.items() if parent == "outermost"]
+    assert all(parent == outer for k, (parent, _) in loops.items() if k != outer)
+    kinds = sorted(kind for _, kind in loops.values())
+    assert kinds == ["counted loop, buffer malloc'd in its preheader",
+                     f"counted loop, part of one buffer malloc'd before {outer}",
+                     "while loop, buffer grown by realloc"], kinds
+    # the tape gets f's frame (fixed size, once per call) and nothing else
+    text = (tmp_path / "n.enzyme.ll").read_text()
+    aug = re.search(r"^define internal .*@augmented_f\(.*?^}", text, re.M | re.S).group(0)
+    pushes = re.findall(r"call ptr @__enzyme_py_tape_reserve\S*\(ptr %\w+, i64 (\S+)\)", aug)
+    assert pushes == [str(frame)], pushes
+    assert len(re.findall(r"call ptr @__enzyme_py_cache_alloc\S*\(", aug)) == 2
+    assert len(re.findall(r"call ptr @__enzyme_py_cache_reserve\S*\(", aug)) == 1
 
 
 @pytest.mark.parametrize("opt", ["-O2"])

@@ -71,20 +71,50 @@ class CacheLayout:
             self.size[level] = off
 
     def __str__(self):
+        """One line a level, as ``-v`` logs it: the frame (pushed on the tape once per
+        call) and, for each loop with a buffer, how the buffer is allocated."""
+        labels: dict = {}
+
+        def label(lp):
+            if lp not in labels:
+                labels[lp] = f"L{len(labels) + 1}"
+            return labels[lp]
+
+        hoisted = {s.key[1]: s.level for s in self.slots.values() if s.key[0] == "big"}
         out = []
         for level, slots in self.by_level.items():
-            name = "frame" if level is None else f"loop {level.header.name}"
-            out.append(f"{name} ({self.size.get(level, '?')} bytes): "
-                       + ", ".join(f"{_kname(s.key)}@{s.offset}" for s in slots))
-        return "\n".join(out)
+            fields = ", ".join(f"{_kname(s.key, label)}@{s.offset}" for s in slots)
+            size = self.size.get(level, "?")
+            if level is None:
+                out.append(f"frame on the tape ({size} bytes): {fields}")
+                continue
+            where = f"in {label(level.parent)}" if level.parent is not None else "outermost"
+            if not is_counted(level):
+                kind = "while loop, buffer grown by realloc"
+            elif level in hoisted:
+                h = level
+                while h.parent is not hoisted[level]:
+                    h = h.parent
+                kind = f"counted loop, part of one buffer malloc'd before {label(h)}"
+            else:
+                kind = "counted loop, buffer malloc'd in its preheader"
+            out.append(f"loop {label(level)} ({where}): {kind} ({size} bytes per "
+                       f"iteration): {fields}")
+        return "\n    ".join(out)
 
 
-def _kname(key):
+def is_counted(loop) -> bool:
+    """Whether the buffer of ``loop`` is sized from its trip count on entry
+    (:func:`emit_trip_bound` can bound it) rather than grown as it runs."""
+    return loop.count is not None and loop.count.phi.type.width <= 64
+
+
+def _kname(key, label):
     tag, v = key[0], key[1]
+    if hasattr(v, "header"):
+        return f"{tag}:{label(v)}"
     name = getattr(v, "name", None)
-    if name is None and hasattr(v, "header"):
-        name = v.header.name
-    return f"{tag}:{name}"
+    return f"{tag}:{name}" if name else tag
 
 
 def ensure_preheaders(fn, cfg, loops) -> bool:
