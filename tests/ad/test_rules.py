@@ -67,8 +67,11 @@ OP_CASES = {
 
 
 def _digamma(x):
-    h = 1e-5
-    return (math.lgamma(x + h) - math.lgamma(x - h)) / (2 * h)
+    """d/dx lgamma(x) by a fourth-order central difference of math.lgamma (independent
+    of the series the runtime uses): within about 3e-11 for x >= 0.5."""
+    h = 1e-3
+    f = math.lgamma
+    return (8 * (f(x + h) - f(x - h)) - (f(x + 2 * h) - f(x - 2 * h))) / (12 * h)
 
 
 def test_every_libm_entry_has_a_case():
@@ -131,8 +134,7 @@ def test_rules_against_analytic(tmp_path, ty, opt):
         for k, x in enumerate(pts):
             want = f(rnd(x))
             got = vals[f"u_{name}_{k}"][0]
-            tol = rtol * max(abs(want), 1) * (1e4 if name in ("tgamma", "lgamma") else 1)
-            if not abs(got - want) <= tol:
+            if not abs(got - want) <= rtol * max(abs(want), 1):
                 bad.append((name, x, got, want))
     for name, (fs, pts) in BINARY_CASES.items():
         for k, (a, b) in enumerate(pts):
