@@ -443,7 +443,10 @@ def _umask(status: str = "/proc/self/status") -> int:
     except (OSError, ValueError, IndexError):
         pass
     probe = os.path.join(tempfile.gettempdir(), f".enzyme-umask.{secrets.token_hex(8)}")
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777)  # 0777 & ~umask
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777)  # 0777 & ~umask
+    except OSError:
+        return 0o022   # the usual umask
     try:
         return 0o777 & ~os.fstat(fd).st_mode
     finally:
