@@ -11,9 +11,11 @@ values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
 instead of making its primal memory look like one.  A call to a defined function
 returns a shadowed pointer only if the callee, analysed with the same activity,
-may return one.  Backward
-("up") reasoning prunes active values that cannot reach the return value or
-shadowed memory: their adjoints would be zero anyway.
+may return one.
+
+There is no backward ("up") pruning: an active value that cannot reach the
+return value or shadowed memory stays active, and the reverse sweep propagates
+its adjoint, which stays zero.  That costs work, never correctness.
 
 The result is read-only; ``str(result)`` lists the active values per block.
 """
