@@ -127,7 +127,8 @@ def test_unreadable_inputs(work, ecc, permissions_apply):
     shutil.copy(d / "ok.o", d / "secret.o")
     subprocess.run(["ar", "rcs", str(d / "libsecret.a"), str(d / "ok.o")], check=True)
     (d / "secret.rsp").write_text("ok.c -o x\n")
-    for name in ("secret.o", "libsecret.a", "secret.rsp"):
+    shutil.copy(d / "ok.c", d / "secret.c")
+    for name in ("secret.o", "libsecret.a", "secret.rsp", "secret.c"):
         (d / name).chmod(0)
     try:
         p = run([ecc, "secret.o", "-o", "x"], d, tmp, preexec=_drop_root_file_access)
@@ -140,9 +141,14 @@ def test_unreadable_inputs(work, ecc, permissions_apply):
         _one_error(p, "cannot read archive ./libsecret.a: Permission denied")
         p = run([ecc, "@secret.rsp"], d, tmp, preexec=_drop_root_file_access)
         _one_error(p, "cannot read response file 'secret.rsp': Permission denied")
+        for mode in ([], ["-c"]):   # a source: clang's own diagnostic
+            p = run([ecc, *mode, "secret.c", "-o", "x"], d, tmp, preexec=_drop_root_file_access)
+            assert p.returncode == 1, p.stderr
+            assert "error reading 'secret.c': Permission denied" in p.stderr, p.stderr
+            assert "Traceback" not in p.stderr and "internal error" not in p.stderr
         assert not (d / "x").exists()
     finally:
-        for name in ("secret.o", "libsecret.a", "secret.rsp"):
+        for name in ("secret.o", "libsecret.a", "secret.rsp", "secret.c"):
             (d / name).chmod(0o644)
 
 
