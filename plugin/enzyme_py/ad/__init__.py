@@ -205,6 +205,10 @@ def _round(module, options, log) -> None:
         from ..analysis.activity import floatish
         ret_active = (floatish(primal.return_type) and primal.return_type.is_float
                       and "enzyme_const_return" not in s.ret_markers)
+        if not ret_active and floatish(primal.return_type) \
+                and "enzyme_const_return" not in s.ret_markers:
+            from .reverse import unsupported_return
+            unsupported_return(s, primal, ctx.fname(primal))
         if s.mode == "reverse" and s.width > 1:
             from .rules import libm_rule
             from .vector import check_lanes_independent
