@@ -372,7 +372,7 @@ class ForwardGen:
             elif inst in act.shadowed:
                 self._alloc(inst, A, name)
             return
-        if ekind == "writes":
+        if eff is not None and eff.writes:
             # the bytes the call overwrote carry no derivative: zero their tangents
             for k, size in shadowed_writes(inst, lambda v: v in act.shadowed,
                                            self.ctx.err_loc(inst)):

@@ -121,9 +121,9 @@ def check(inst, act, where):
     """Raise the compile error for ``inst`` if its kind has no rule where it is used
     (``where``: the location text, or a function returning it)."""
     status, reason = _status(inst)
+    if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
+        return
     if callable(where):
-        if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
-            return
         where = where()
     if status == RULE or status == INACTIVE:
         if isinstance(inst, I.Cast) and CAST_OPCODES.get(inst.opcode, ERROR) == ERROR \
@@ -132,13 +132,18 @@ def check(inst, act, where):
                 f"'{inst.opcode}' makes a pointer out of an integer that came from a pointer "
                 "with a shadow: the shadow cannot follow", location=where,
                 hint="keep the pointer a pointer (no round trip through an integer)")
-        if isinstance(inst, I.AtomicRMW):
+        if isinstance(inst, I.AtomicRMW) and involved(inst, act):
             op = ATOMIC_OPERATIONS.get(inst.operation, ERROR)
-            if op == ERROR and involved(inst, act):
+            ty = inst.operand(1).type
+            if op == ERROR or not (ty.is_float or ty.is_vector and ty.element.is_float
+                                   or _integer_memory(inst)):
                 raise NoDerivativeError(
-                    f"'atomicrmw {inst.operation}' on memory that carries derivatives has "
-                    "no derivative rule", location=where,
-                    hint="use a plain read-modify-write, or atomic fadd/fsub")
+                    f"'atomicrmw {inst.operation} {ty}' on memory that carries derivatives "
+                    "has no derivative rule" + ("" if op == ERROR else
+                                                " (an integer operation on memory that may "
+                                                "hold floating-point values)"),
+                    location=where,
+                    hint="use a plain update, or __atomic_fetch_add/sub on the double itself")
         return
     if isinstance(inst, I.CmpXchg) and involved(inst, act) and _integer_memory(inst):
         return
@@ -156,10 +161,11 @@ _HINTS = {
 
 
 def _integer_memory(inst) -> bool:
-    """A compare-and-exchange of integers on memory type analysis proves holds only
-    integers (a counter or a flag next to the data)."""
+    """An atomic operation on integers in memory type analysis proves holds only
+    integers (a counter or a flag)."""
     from ..analysis.types import memory_kinds
-    return inst.operand(1).type.is_int and memory_kinds([inst.operand(0)]) == {"int"}
+    return inst.operand(1).type.is_int \
+        and memory_kinds([inst.operand(0)], exclude=inst) == {"int"}
 
 
 def _int_cast_involved(inst, act, limit=32) -> bool:

@@ -17,14 +17,14 @@ from ..ir import types as T
 from ..ir.values import ConstantInt, ConstantNull
 from .errors import ADError
 
-__all__ = ["shadowed_writes", "written", "memset0", "copy_adjoint"]
+__all__ = ["shadowed_writes", "written", "memset0", "copy_adjoint", "strip_type_hints"]
 
 
 def shadowed_writes(inst, has_shadow, where):
     """The ``(argument index, size)`` pairs of a ``writes`` call whose pointer has a
     shadow (``has_shadow(v)``); an error where the size is not known."""
     eff = call_effect(inst.callee_name or "")
-    if eff is None or eff.kind != "writes":
+    if eff is None or not eff.writes:
         return []
     out = []
     args = inst.args
@@ -85,3 +85,20 @@ def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
     from .runtime import runtime_function
     name = "__enzyme_py_memmove_adj" if overlap else "__enzyme_py_memcpy_adj"
     e.call_fn(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
+
+
+def strip_type_hints(module):
+    """Remove the calls of ``__enzyme_double(p, bytes)`` and friends (type analysis read
+    them; they do nothing at run time) and their declarations, so the program links."""
+    from ..analysis.effects import TYPE_HINTS
+    for name in TYPE_HINTS:
+        fn = module.get_function(name)
+        if fn is None or not fn.is_declaration:
+            continue
+        for u in list(fn.uses):
+            c = u.user
+            if c.is_instruction and getattr(c, "called_function", None) is fn \
+                    and not c.users:
+                c.erase()
+        if not fn.uses:
+            fn.erase()

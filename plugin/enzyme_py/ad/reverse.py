@@ -547,7 +547,7 @@ class ReverseGen:
                         c.set_operand(1, self._sh_aug(args[1], inst))
                     c.insert_after(A)
             return
-        if ekind == "writes":
+        if eff is not None and eff.writes:
             ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
             if ws:
                 self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
@@ -1082,7 +1082,7 @@ class ReverseGen:
             return
         if ekind in ("free", "typehint"):
             return
-        if ekind == "writes":
+        if inst in getattr(self, "write_sizes", {}):
             # the call overwrote these bytes with data that carries no derivative
             for k, n in getattr(self, "write_sizes", {}).get(inst, ()):
                 if n.is_instruction:

@@ -134,6 +134,14 @@ LIBM = {
                                                      e.call("exp", e.neg(_sq(e, x[0])))))),),
     "tgamma": (lambda e, x, r, d: e.mul(d, e.mul(r, e.call("__enzyme_py_digamma", x[0]))),),
     "lgamma": (lambda e, x, r, d: e.mul(d, e.call("__enzyme_py_digamma", x[0])),),
+    # x 2^k (k an integer): linear in x
+    "ldexp": (lambda e, x, r, d: e.call("ldexp", d, x[1]), None),
+    "scalbn": (lambda e, x, r, d: e.call("scalbn", d, x[1]), None),
+    # m = x 2^-e (e stored through the pointer): dm/dx = 2^-e = m / x, exactly
+    "frexp": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), d,
+                                          e.mul(d, e.div(r, x[0]))), None),
+    # the fractional part x - trunc(x) (trunc(x) stored through the pointer)
+    "modf": (lambda e, x, r, d: d, None),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,),

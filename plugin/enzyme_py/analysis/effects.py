@@ -5,7 +5,8 @@ read it (they used to keep four lists of function names that drifted apart).
 not know: a defined function is differentiated through its body, an unknown external
 one is an error where it touches active data).  The kinds:
 
-``math``      pure libm function or LLVM math intrinsic (no memory effect); its
+``math``      libm function or LLVM math intrinsic (no memory effect, except that
+              ``frexp``/``modf`` store a second result, listed in ``writes``); its
               derivative, if any, is in ``ad/rules.py`` (an active math call without a
               rule is an error there).
 ``inactive``  C library function that neither carries a derivative nor writes memory
@@ -15,6 +16,7 @@ one is an error where it touches active data).  The kinds:
               where that memory has a shadow, the shadow bytes it overwrote are zeroed
               (the reverse sweep drops their adjoints, forward mode their tangents).
               ``writes`` lists ``(argument index, size)``; sizes are described below.
+              (Any kind may list ``writes``; the generators zero them the same way.)
 ``alloc``     allocation function; ``size`` says how many bytes, ``out`` the argument
               the new pointer is written through (``posix_memalign``), ``frees`` the
               argument a ``realloc`` releases.
@@ -59,7 +61,7 @@ PURE_MATH = frozenset({
     "log1p", "sqrt", "cbrt", "pow", "powi", "hypot", "fabs", "copysign", "fmax", "fmin",
     "fmod", "fma", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "round", "trunc",
     "rint", "nearbyint", "roundeven", "remainder", "fdim", "logb", "j0", "j1", "y0", "y1",
-    "ldexp", "scalbn", "sincospi",
+    "ldexp", "scalbn", "sincospi", "frexp", "modf",
     # LLVM spellings
     "maxnum", "minnum", "maximum", "minimum", "maximumnum", "minimumnum", "fmuladd",
 })
@@ -148,6 +150,12 @@ _TABLE.update(_writes("stores what the format says through its pointer arguments
                       ["scanf"], *((k, ("unknown",)) for k in range(1, 17))))
 _TABLE.update(_writes("stores what the format says through its pointer arguments",
                       ["sscanf", "fscanf"], *((k, ("unknown",)) for k in range(2, 18))))
+
+# math functions that also store a result through a pointer (no derivative there)
+for _n, _b in (("frexp", 4), ("frexpf", 4), ("frexpl", 4), ("modf", 8), ("modff", 4),
+               ("modfl", 16)):
+    _TABLE[_n] = CallEffect("math", "math function; stores a second result through its "
+                            "pointer argument", writes=((1, ("const", _b)),))
 
 ALLOC_NAMES = {
     "malloc": ("arg", 0), "valloc": ("arg", 0), "calloc": ("mul", 0, 1),

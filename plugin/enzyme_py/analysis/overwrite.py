@@ -136,6 +136,8 @@ def call_writes(call, module=None, pure=None):
     args = call.args
     eff = call_effect(name)
     kind = eff.kind if eff is not None else None
+    if eff is not None and eff.writes:
+        return [args[k] for k, _ in eff.writes if k < len(args) and args[k].type.is_pointer]
     if kind in ("nomem", "typehint", "inactive", "math"):
         return None
     if kind in ("memcpy", "memmove", "memset", "free"):
@@ -144,8 +146,6 @@ def call_writes(call, module=None, pure=None):
         if eff.frees is not None:
             return [args[eff.frees]]
         return [args[eff.out]] if eff.out is not None else None
-    if kind == "writes":
-        return [args[k] for k, _ in eff.writes if k < len(args) and args[k].type.is_pointer]
     if pure is not None and pure(name):
         return None
     if name.startswith("llvm.") and not name.startswith(("llvm.masked.", "llvm.vp.",

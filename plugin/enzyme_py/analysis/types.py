@@ -131,7 +131,8 @@ def _call_sites(fn):
             yield c
 
 
-def memory_kinds(ptrs, limit=4096) -> set:
+def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
+    """``exclude``: an access not to count (the one being asked about)."""
     kinds: set = set()
     roots = []
     for p in ptrs:
@@ -152,6 +153,8 @@ def memory_kinds(ptrs, limit=4096) -> set:
                     work.extend(_roots(c.args[v.index]))
         for u in v.uses:
             user = u.user
+            if user is exclude:
+                continue
             if isinstance(user, GEP) and u.index == 0:
                 if user.source_type.is_float or user.source_type.is_pointer:
                     scalar_kinds(user.source_type, kinds)
