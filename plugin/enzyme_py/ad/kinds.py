@@ -36,7 +36,7 @@ INSTRUCTIONS = {
     I.FCmp: (INACTIVE, "an i1 comparison result carries no derivative"),
     I.Cast: (RULE, "rules.CASTS; shadow of pointer casts"),
     I.Select: (RULE, "adjoint to the chosen operand; shadow select"),
-    I.Freeze: (RULE, "identity"),
+    I.Freeze: (RULE, "identity: the adjoint passes through"),
     I.Phi: (RULE, "adjoint to the incoming value of the edge taken; shadow phi"),
     I.ExtractElement: (RULE, "lane adjoint"),
     I.InsertElement: (RULE, "lane adjoint"),
@@ -54,7 +54,7 @@ INSTRUCTIONS = {
     I.CmpXchg: (ERROR, "compare-and-exchange on memory with a shadow: no rule (only an "
                        "integer exchange on memory that type analysis proves holds "
                        "integers is accepted)"),
-    I.GEP: (RULE, "shadow GEP"),
+    I.GEP: (RULE, "a shadow GEP with the same indices"),
     I.Call: (RULE, "analysis.effects (call-effects table), rules.LIBM, custom rules, "
                    "defined functions differentiated through their bodies; an unknown "
                    "external function is an error"),

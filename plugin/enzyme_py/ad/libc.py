@@ -60,7 +60,10 @@ def written(e, k, size, args, result):
     if kind == "ret_mul":
         return e.binop("mul", _i64(e, result), _i64(e, args[size[1]]))
     if kind == "const":
-        return ConstantInt(T.i64, size[1])
+        if k is None:
+            return ConstantInt(T.i64, size[1])
+        return e.select(e.icmp("eq", args[k], ConstantNull(T.ptr)), zero,
+                        ConstantInt(T.i64, size[1]))
     if kind == "cstr":
         strlen = e.declare("strlen", T.i64, [T.ptr])
         n = e.binop("add", e.call_fn(strlen, [args[k]]), ConstantInt(T.i64, 1))

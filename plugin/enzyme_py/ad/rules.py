@@ -140,8 +140,6 @@ LIBM = {
     # m = x 2^-e (e stored through the pointer): dm/dx = 2^-e = m / x, exactly
     "frexp": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), d,
                                           e.mul(d, e.div(r, x[0]))), None),
-    # the fractional part x - trunc(x) (trunc(x) stored through the pointer)
-    "modf": (lambda e, x, r, d: d, None),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,),

@@ -11,9 +11,11 @@ values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
 instead of making its primal memory look like one.  A call to a defined function
 returns a shadowed pointer only if the callee, analysed with the same activity,
-may return one.  Backward
-("up") reasoning prunes active values that cannot reach the return value or
-shadowed memory: their adjoints would be zero anyway.
+may return one.  What calls do comes from the call-effects table (``effects.py``).
+Every instruction kind is classified (atomics: active through their memory and
+value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
+generators refuse).  There is no backward ("up") pruning yet: a value that cannot
+reach the outputs is still active if an active value reaches it.
 
 The result is read-only; ``str(result)`` lists the active values per block.
 """

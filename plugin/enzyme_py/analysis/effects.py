@@ -69,6 +69,10 @@ _MATH_ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum
                  "fmuladd": "fma", "maximumnum": "fmax", "minimumnum": "fmin"}
 
 
+# intrinsics returning {value, second result} (no rule for their struct results yet)
+_STRUCT_INTRINSICS = {"frexp", "modf", "sincos", "sincospi"}
+
+
 def libm_base(name: str):
     """The libm base name of a math function or LLVM math intrinsic (``sinf``,
     ``llvm.sin.v2f64``, ``__sin_finite`` -> ``sin``; ``llvm.maxnum.f64`` -> ``fmax``),
@@ -76,6 +80,8 @@ def libm_base(name: str):
     base = name
     if base.startswith("llvm."):
         base = base[5:].split(".")[0]
+        if base in _STRUCT_INTRINSICS:
+            return None
     elif base.startswith("__") and base.endswith("_finite"):
         base = base[2:-7]
     if base in PURE_MATH:

@@ -11,8 +11,8 @@ there when the memory it reads
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
-  (per their ``memory(...)``/``readonly`` attributes; libm and known C library
-  functions write only through their pointer arguments).
+  (per their ``memory(...)``/``readonly`` attributes; for the functions in the
+  call-effects table, ``effects.py``, what the table says they write).
 
 Alias reasoning is by underlying object: distinct allocas/mallocs (and local memory
 versus arguments and globals) never alias, distinct globals never alias, an argument
