@@ -124,6 +124,16 @@ long __enzyme_augmentsize(void *fn, ...);
  *   typedef struct { double r[4]; } R4;  R4 __enzyme_batch_4(void *, ...);
  *   R4 y = __enzyme_batch_4((void *)f, enzyme_width, 4, x0, x1, x2, x3, enzyme_scalar, c); */
 
+/* Type hints: what the memory behind p holds, for memcpy/memmove/memset of memory whose
+ * type EnzymePy cannot see (an untyped buffer copied in a helper); a copy of such
+ * memory that carries derivatives is a compile error until it has a hint.  The calls
+ * are removed at compile time.
+ *   __enzyme_double(buf, n * sizeof(double));  memcpy(buf, src, n * sizeof(double)); */
+void __enzyme_double(void *p, unsigned long bytes);
+void __enzyme_float(void *p, unsigned long bytes);
+void __enzyme_integer(void *p, unsigned long bytes);
+void __enzyme_pointer(void *p, unsigned long bytes);
+
 /* ---------------------------------------------------------------------------
  * Registration globals (define them in a file built with enzyme-cc).  A rule is
  * for the array's first element; the global's suffix only makes its name unique

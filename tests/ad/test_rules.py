@@ -4,11 +4,12 @@ derivatives at several points, in double and float, through enzyme-cc."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from enzyme_py.ad.rules import LIBM, libm_rule
-from helpers import build_and_run, parse_values
+from helpers import build_and_run, enzyme_cc, parse_values
 
 # analytic derivatives (per argument) of the libm table entries
 PI = math.pi
@@ -74,9 +75,55 @@ def _digamma(x):
     return (8 * (f(x + h) - f(x - h)) - (f(x + 2 * h) - f(x - 2 * h))) / (12 * h)
 
 
+# entries with an integer or pointer argument: test_int_and_pointer_arguments
+MIXED = {"ldexp", "scalbn", "frexp"}
+
+
 def test_every_libm_entry_has_a_case():
-    assert set(LIBM) - {"powi", "fma", "roundeven", "rint", "nearbyint", "exp10"} <= \
+    assert set(LIBM) - {"powi", "fma", "roundeven", "rint", "nearbyint", "exp10"} - MIXED <= \
         set(UNARY_CASES) | set(BINARY_CASES)
+
+
+MIXED_PROGRAM = r"""
+#include <math.h>
+#include <stdio.h>
+T __enzyme_autodiff(void *, T);
+T __enzyme_fwddiff(void *, T, T);
+T f_ldexp(T x) { return ldexp##S(x * x, 3); }
+T f_scalbn(T x) { return scalbn##S(x, -2) * x; }
+T f_frexp(T x) { int e; T m = frexp##S(x * 3, &e); return m * m + e; }
+#define P(fn, x) printf(#fn " %.17g %.17g\n", (double)__enzyme_autodiff((void *)fn, x), \
+                        (double)__enzyme_fwddiff((void *)fn, x, 1))
+int main(void) { P(f_ldexp, 1.3); P(f_scalbn, -0.7); P(f_frexp, 1.9); return 0; }
+"""
+
+
+@pytest.mark.parametrize("ty,opt", [("double", "-O0"), ("double", "-O2"), ("float", "-O2")])
+def test_int_and_pointer_arguments(tmp_path, ty, opt):
+    src = MIXED_PROGRAM.replace("T ", ty + " ").replace("(T)", f"({ty})")
+    src = f"#define T {ty}\n#define S {'f' if ty == 'float' else ''}\n" + src
+    src = src.replace("##S", "" if ty == "double" else "f")
+    out = build_and_run(tmp_path, src, opt)
+    assert out.returncode == 0, out.stderr
+    vals = parse_values(out.stdout)
+    m, e = math.frexp(3 * 1.9)
+    want = {"f_ldexp": 2 * 1.3 * 8, "f_scalbn": 2 * -0.7 / 4,
+            "f_frexp": 2 * m * 3 * 2.0 ** -e}
+    rtol = 1e-12 if ty == "double" else 1e-5
+    for name, w in want.items():
+        for got in vals[name]:     # reverse, then forward
+            assert abs(got - w) <= rtol * max(abs(w), 1), (name, got, w)
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_llvm_modf_is_an_error_not_a_guess(tmp_path, opt):
+    # LLVM turns modf into llvm.modf (a {fraction, integer part} result): no rule yet
+    src = Path(tmp_path) / "m.c"
+    src.write_text("#include <math.h>\ndouble __enzyme_autodiff(void *, double);\n"
+                   "double f(double x) { double ip; return modf(x * x, &ip) * x + ip; }\n"
+                   "int main(void) { return __enzyme_autodiff((void *)f, 1.6) > 0; }\n")
+    r = enzyme_cc([opt, str(src), "-o", str(Path(tmp_path) / "m"), "-lm"], tmp_path)
+    assert r.returncode != 0 and "llvm.modf" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_name_lookup():

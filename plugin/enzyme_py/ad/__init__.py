@@ -69,8 +69,10 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         from ..errors import UsageError
         raise UsageError(f"unknown option -fenzyme-{sorted(unknown)[0]}",
                          hint="known: " + ", ".join(f"-fenzyme-{k}" for k in OPTIONS))
+    from .libc import strip_type_hints
     found = find_sites(module)
     if not found:
+        strip_type_hints(module)
         return
     if promote_call_sites(module, found, log):
         found = find_sites(module)
@@ -84,6 +86,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         _round(module, options, log)
         found = find_sites(module)
     _define_markers(module)
+    strip_type_hints(module)
 
 
 def _ready(module, registry):
@@ -205,6 +208,10 @@ def _round(module, options, log) -> None:
         from ..analysis.activity import floatish
         ret_active = (floatish(primal.return_type) and primal.return_type.is_float
                       and "enzyme_const_return" not in s.ret_markers)
+        if not ret_active and floatish(primal.return_type) \
+                and "enzyme_const_return" not in s.ret_markers:
+            from .reverse import unsupported_return
+            unsupported_return(s, primal, ctx.fname(primal))
         if s.mode == "reverse" and s.width > 1:
             from .rules import libm_rule
             from .vector import check_lanes_independent

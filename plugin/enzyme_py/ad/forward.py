@@ -17,32 +17,27 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.activity import (ALLOC_FUNCS, FREE_FUNCS, Activity, floatish, has_pointer,
-                                 underlying_object)
+from ..analysis.activity import Activity, floatish, has_pointer, underlying_object
+from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
 from ..ir import types as T
-from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
-                               FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
-                               Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
-                               Unreachable)
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
+                               ExtractValue, FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue,
+                               Invoke, Load, Phi, Ret, Select, ShuffleVector, Store, Switch,
+                               UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
-from .rules import BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule, tangent
+from .kinds import check as check_kind
+from .libc import shadowed_writes, written
+from .rules import BINARY, UNARY, libm_rule, tangent
 
 __all__ = ["ForwardContext", "ForwardGen"]
 
 # operands that carry data (the others are indices / masks / conditions)
 _DATA_OPS = {ExtractValue: (0,), InsertValue: (0, 1), ExtractElement: (0,),
              InsertElement: (0, 1), ShuffleVector: (0, 1), Freeze: (0,)}
-
-
-def _mem_intrinsic(name):
-    for k in ("memcpy", "memmove", "memset"):
-        if name == k or name.startswith(f"llvm.{k}."):
-            return k
-    return None
 
 
 class ForwardContext:
@@ -172,14 +167,9 @@ class ForwardGen:
     # ------------------------------------------------------------ visitor
     def _inst(self, inst, A):
         act, e = self.act, self.e
+        check_kind(inst, act, lambda: self.ctx.err_loc(inst))
         if isinstance(inst, Invoke):
-            if not (inst.callee_name or "").startswith(IGNORED_INTRINSICS) \
-                    and self._involved(inst):
-                raise ADError("invoke (a call that may throw) with active arguments in a "
-                              "differentiated function is not supported yet",
-                              location=self.ctx.err_loc(inst),
-                              hint="mark the callee noexcept or build with -fno-exceptions")
-            return
+            return   # not involved (check_kind)
         if isinstance(inst, Ret):
             if self.ret_pair:
                 e.at_before(A)
@@ -211,6 +201,9 @@ class ForwardGen:
         e.at_before(self._next(A))
         if isinstance(inst, Store):
             self._store(inst, A)
+            return
+        if isinstance(inst, AtomicRMW):
+            self._atomic(inst, A)
             return
         if isinstance(inst, Load):
             p = inst.operand(0)
@@ -309,6 +302,27 @@ class ForwardGen:
                           hint="pass that memory with enzyme_dup and a shadow, or mark the "
                                "global inactive (__enzyme_inactive_global)")
 
+    def _atomic(self, inst, A):
+        """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation
+        on p's shadow with v's tangent; its result is old's tangent."""
+        act, e = self.act, self.e
+        p, v = inst.operands
+        if p in act.shadowed and floatish(v.type):
+            lanes = []
+            for s, t in zip(self.S(p, inst), self.T(v)):
+                c = A.clone({})
+                c.metadata, c.name = [], None
+                c.set_operand(0, s)
+                c.set_operand(1, t)
+                lanes.append(e.insert(c))
+            if inst in act.active:
+                self.tan[inst] = lanes
+        elif v in act.active:
+            raise ADError("an active value is added into memory that has no shadow (a "
+                          "global, or an enzyme_const argument)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow")
+
     def _memset0(self, p, n):
         e = self.e
         if n.type != T.i64:
@@ -341,21 +355,37 @@ class ForwardGen:
         orig = self.ctx.fname(callee) if callee is not None else name
         reg = self.ctx.registry
         args = inst.args
-        if name.startswith(IGNORED_INTRINSICS):
+        eff = call_effect(name)
+        ekind = eff.kind if eff is not None else None
+        if ekind in ("nomem", "typehint"):
             return
         nxt = self._next(A)
         e.at_before(nxt)
-        if name in ALLOC_FUNCS:
-            if inst in act.shadowed:
+        if ekind == "alloc":
+            if eff.out is not None:
+                out = args[eff.out]
+                if out in act.shadowed:   # posix_memalign: zeroed shadows stored alongside
+                    calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
+                    for s in self.S(out, inst):
+                        e.store(e.call_fn(calloc, [A.args[eff.size[1]], ConstantInt(T.i64, 1)]),
+                                s, 8)
+            elif inst in act.shadowed:
                 self._alloc(inst, A, name)
             return
-        if name in FREE_FUNCS:
+        if eff is not None and eff.writes:
+            # the bytes the call overwrote carry no derivative: zero their tangents
+            for k, size in shadowed_writes(inst, lambda v: v in act.shadowed,
+                                           self.ctx.err_loc(inst)):
+                n = written(e, k, size, A.args, A)
+                for s in self.S(args[k], inst):
+                    self._memset0(s, n)
+        if ekind == "free":
             if args and args[0] in act.shadowed:
                 free = e.declare("free", T.void, [T.ptr])
                 for s in self.S(args[0], inst):
                     e.call_fn(free, [s])
             return
-        mem = _mem_intrinsic(name)
+        mem = ekind if ekind in ("memcpy", "memmove", "memset") else None
         if mem is not None:
             if args[0] in act.shadowed:
                 dsts = self.S(args[0], inst)
@@ -371,7 +401,7 @@ class ForwardGen:
             return
         if not self._involved(inst):
             return
-        if orig in reg.inactive_fns or name in INACTIVE_CALLS:
+        if orig in reg.inactive_fns or ekind in ("inactive", "writes"):
             return
         rule = reg.derivatives.get(orig)
         if rule is not None:
@@ -407,23 +437,15 @@ class ForwardGen:
 
     def _alloc(self, inst, A, name):
         e = self.e
-        a = A.args
+        eff = call_effect(name)
         calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
-        one = ConstantInt(T.i64, 1)
-        lanes = []
-        if name == "realloc":
+        if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
             realloc = e.declare("realloc", T.ptr, [T.ptr, T.i64])
-            olds = self.S(inst.args[0], inst) if inst.args[0] in self.act.shadowed \
-                else [ConstantNull(T.ptr)] * self.W
-            lanes = [e.call_fn(realloc, [o, a[1]]) for o in olds]
+            lanes = [e.call_fn(realloc, [o, A.args[1]]) for o in self.S(inst.args[0], inst)]
         else:
-            if name == "calloc":
-                n, m = a[0], a[1]
-            elif name == "aligned_alloc":
-                n, m = a[1], one
-            else:
-                n, m = a[0], one
-            lanes = [e.call_fn(calloc, [n, m]) for _ in range(self.W)]
+            # (a realloc of a block without a shadow held constant data: zero tangents)
+            n = written(e, None, eff.size, A.args, A)
+            lanes = [e.call_fn(calloc, [n, ConstantInt(T.i64, 1)]) for _ in range(self.W)]
         self.sh[inst] = lanes
 
     def _custom(self, inst, A, rule):

@@ -20,12 +20,14 @@ tape, so recursion needs nothing special.
 
 from __future__ import annotations
 
-from ..analysis.activity import ALLOC_FUNCS, FREE_FUNCS, Activity, floatish
+from ..analysis.activity import Activity, floatish
+from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
 from ..errors import InternalError
 from ..ir import types as T
-from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue,
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
+                               ExtractValue,
                                FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue, Invoke,
                                Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
                                Unreachable)
@@ -33,8 +35,9 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
-from .rules import (BINARY, IGNORED_INTRINSICS, INACTIVE_CALLS, UNARY, libm_rule,
-                    reduction_rule)
+from .kinds import check as check_kind
+from .libc import copy_adjoint, memset0, shadowed_writes, written
+from .rules import ATOMICS, BINARY, UNARY, libm_rule, reduction_rule
 from .runtime import runtime_function
 
 _PURE = (BinaryOp, UnaryOp, Cast, GEP, ICmp, FCmp, Select, ExtractValue, InsertValue,
@@ -50,15 +53,14 @@ def _is_const(v):
     return v.is_constant and not v.is_global
 
 
+def _effect_kind(name):
+    eff = call_effect(name)
+    return eff.kind if eff is not None else None
+
+
 def _mem_intrinsic(name):
-    for k in ("memcpy", "memmove", "memset"):
-        if name == k or name.startswith(f"llvm.{k}."):
-            return k
-    return None
-
-
-def _ignored(name):
-    return name.startswith(IGNORED_INTRINSICS)
+    k = _effect_kind(name)
+    return k if k in ("memcpy", "memmove", "memset") else None
 
 
 def _round8(n):
@@ -173,6 +175,19 @@ class Context:
         return self.names.get(fn, fn.name)
 
 
+def unsupported_return(site, fn, name):
+    """Reverse mode seeds the adjoint of a float or double result; a function returning
+    several floating-point values in one (``double complex``, a struct, a vector) would
+    get none: refuse instead of returning zeros."""
+    from .errors import inst_location
+    raise ADError(f"'{name}' returns {fn.return_type} (a complex number, a struct or a "
+                  "vector of floating-point values); reverse mode can only seed the "
+                  "derivative of a float or double result", location=inst_location(site.call),
+                  hint="return the parts through a pointer argument passed with enzyme_dup "
+                       "(its shadow is the seed), or differentiate a wrapper that returns "
+                       "one double (e.g. creal(f(x)))")
+
+
 _prepared: set[int] = set()
 
 
@@ -283,18 +298,13 @@ class ReverseGen:
         for b in self.cfg.rpo:
             for inst in list(b.instructions):
                 A = vmap[inst]
+                check_kind(inst, act, lambda i=inst: self.ctx.err_loc(i))
                 if isinstance(inst, Invoke):
-                    if not (inst.callee_name or "").startswith(IGNORED_INTRINSICS) and (
-                            any(a in act.active or a in act.shadowed for a in inst.args)
-                            or inst in act.active or inst in act.shadowed):
-                        raise ADError("invoke (a call that may throw) with active arguments in "
-                                      "a differentiated function is not supported yet",
-                                      location=self.ctx.err_loc(inst),
-                                      hint="mark the callee noexcept or build with "
-                                           "-fno-exceptions")
-                    continue
+                    continue   # not involved (check_kind)
                 if isinstance(inst, Call):
                     self._aug_call(inst, A)
+                elif isinstance(inst, AtomicRMW):
+                    self._aug_atomic(inst)
                 if inst in act.shadowed and not isinstance(inst, Argument):
                     self._aug_shadow_def(inst, A, pending_phis)
                 if isinstance(inst, Store):
@@ -437,25 +447,21 @@ class ReverseGen:
                 # the augmented callee returned {primal, shadow}
                 self.sh_aug[inst] = self.ret_shadows[inst]
                 return
-            if name not in ALLOC_FUNCS:
+            eff = call_effect(name)
+            if eff is None or eff.kind != "alloc" or eff.out is not None:
                 raise ADError(f"call to '{name}' returns a pointer that may carry derivatives; "
                               "not supported yet", location=self.ctx.err_loc(inst),
                               hint="inline the function or return through an argument")
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.at_before(nxt)
             args = A.args
-            if name == "realloc" and inst.args[0] not in self.act.shadowed:
-                # the old block held constant data (zero adjoint): a fresh shadow
-                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [args[1]])
-            elif name == "realloc":
+            if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call_fn(self._rt("__enzyme_py_shadow_realloc"),
-                              [self._sh_aug(inst.args[0], inst), args[1]])
-            elif name == "calloc":
-                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
-                              [e.binop("mul", args[0], args[1])])
+                              [self._sh_aug(inst.args[eff.frees], inst), args[1]])
             else:
-                size = args[1] if name == "aligned_alloc" else args[0]
-                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
+                # (a realloc of a block without a shadow held constant data: zero adjoint)
+                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                              [written(e, None, eff.size, args, A)])
         else:
             raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                           location=self.ctx.err_loc(inst))
@@ -496,10 +502,30 @@ class ReverseGen:
                 kinds.append("const")
         return kinds
 
+    def _aug_atomic(self, inst):
+        p, v = inst.operands
+        if p not in self.act.shadowed and v in self.act.active:
+            raise ADError("an active value is added into memory that has no shadow (a "
+                          "global, or an enzyme_const argument)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow")
+
     def _aug_call(self, inst, A):
         act = self.act
         name = inst.callee_name or ""
-        if _ignored(name) or name in ALLOC_FUNCS or name in FREE_FUNCS:
+        eff = call_effect(name)
+        ekind = eff.kind if eff is not None else None
+        if ekind in ("nomem", "free", "typehint"):
+            return
+        if ekind == "alloc":
+            if eff.out is not None and inst.args[eff.out] in act.shadowed:
+                # posix_memalign: a shadow block, stored where the pointer goes
+                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                S = self.e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                                   [A.args[eff.size[1]]])
+                self.e.store(S, self._sh_aug(inst.args[eff.out], inst), 8)
+                self.out_shadows = getattr(self, "out_shadows", {})
+                self.out_shadows[inst] = S
             return
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
@@ -522,6 +548,15 @@ class ReverseGen:
                         c.set_operand(1, self._sh_aug(args[1], inst))
                     c.insert_after(A)
             return
+        if eff is not None and eff.writes:
+            ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
+            if ws:
+                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                self.write_sizes = getattr(self, "write_sizes", {})
+                self.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
+                                          for k, size in ws]
+            if inst not in act.active:
+                return
         if not involved:
             return
         if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
@@ -557,7 +592,7 @@ class ReverseGen:
             return
         if libm_rule(name) is not None or reduction_rule(name) is not None:
             return
-        if name in INACTIVE_CALLS:
+        if ekind in ("inactive", "writes"):
             return
         if callee is None:
             raise NoDerivativeError("indirect call with active arguments cannot be "
@@ -575,11 +610,22 @@ class ReverseGen:
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'."""
         from ..analysis.types import memory_kinds
         kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []))
-        kinds.discard("int")
         if not kinds:
+            name = _mem_intrinsic(inst.callee_name or "")
+            raise ADError(f"{name} into memory that carries derivatives, but type analysis "
+                          "cannot tell what the memory holds (no typed access to it is "
+                          "visible)", location=self.ctx.err_loc(inst),
+                          hint="say what it holds before the copy: __enzyme_double(ptr, "
+                               "bytes) (or __enzyme_float/__enzyme_integer/__enzyme_pointer; "
+                               "see enzyme.h)")
+        if kinds == {"int"}:
             return "int"
-        if len(kinds) == 1:
+        kinds.discard("int")
+        if kinds in ({"double"}, {"float"}, {"ptr"}):
             return next(iter(kinds))
+        if len(kinds) == 1:
+            raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
+                          location=self.ctx.err_loc(inst), hint="copy the values one by one")
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
@@ -899,6 +945,9 @@ class ReverseGen:
         if isinstance(inst, Call):
             self._rev_call(inst, b)
             return
+        if isinstance(inst, AtomicRMW):
+            self._rev_atomic(inst, b, active)
+            return
         if not active:
             return
         d = self._take(inst)
@@ -957,6 +1006,27 @@ class ReverseGen:
             raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
                                     location=self.ctx.err_loc(inst))
 
+    def _rev_atomic(self, inst, b, active):
+        """``old = atomicrmw op p, v`` is ``old = *p; *p = *p op v`` (rules.ATOMICS):
+        reverse the store (v's adjoint from p's shadow, which an exchange zeroes), then
+        the load (old's adjoint into p's shadow, atomically: other threads may add to
+        the same shadow in their reverse sweeps)."""
+        act, e = self.act, self.e
+        p, v = inst.operands
+        if p not in act.shadowed or not floatish(v.type):
+            return
+        adj_v, replaces = ATOMICS[inst.operation]
+        sp = self.shadow(p, b)
+        d_old = self._take(inst) if active else zero(v.type)
+        if replaces:
+            t = e.insert(AtomicRMW("xchg", sp, d_old, "monotonic", align=inst.align))
+        else:
+            t = e.load(v.type, sp, inst.align)
+            if active:
+                e.insert(AtomicRMW("fadd", sp, d_old, "monotonic", align=inst.align))
+        if v in act.active:
+            self._add(v, adj_v(e, t))
+
     def _rev_shuffle(self, inst, d):
         from ..ir.values import ConstantAggregate, ZeroInit
         e = self.e
@@ -986,30 +1056,39 @@ class ReverseGen:
         act, e = self.act, self.e
         name = inst.callee_name or ""
         args = inst.args
-        if _ignored(name):
+        ekind = _effect_kind(name)
+        if ekind == "nomem":
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
             return
-        if name in ALLOC_FUNCS:
-            if inst in act.shadowed:
+        if ekind == "alloc":
+            if inst in getattr(self, "out_shadows", {}):      # posix_memalign
+                sh = self._cached(("out", inst), self.out_shadows[inst], T.ptr, inst.parent, b)
+                e.call_fn(self._rt("__enzyme_py_shadow_free"), [sh])
+            elif inst in act.shadowed:
                 sh = self.shadow(inst, b)
                 if name == "realloc" and args[0] in act.shadowed:
-                    from ..analysis.types import memory_kinds
-                    kinds = memory_kinds([inst]) - {"int"}
-                    if kinds in ({"double"}, {"float"}):
-                        old = self.shadow(args[0], b)
-                        osz = e.call_fn(self._rt("__enzyme_py_shadow_size"), [old])
-                        n = self.primal(args[1], b)
-                        m = e.select(e.icmp("ult", osz, n), osz, n)
-                        ty = T.double if kinds == {"double"} else T.float
-                        e.call_fn(self._rt("__enzyme_py_memcpy_adj", ty), [sh, old, m])
-                    elif kinds - {"ptr"}:
-                        raise ADError("realloc of memory whose element type is unknown",
-                                      location=self.ctx.err_loc(inst))
+                    # the block's first min(old, new) bytes moved: their adjoints move back
+                    # (whatever they hold: the old shadow is not used after the realloc,
+                    # and the forward sweep copied it into the new one)
+                    old = self.shadow(args[0], b)
+                    osz = e.call_fn(self._rt("__enzyme_py_shadow_size"), [old])
+                    n = self.primal(args[1], b)
+                    n = n if n.type == T.i64 else e.cast("zext", n, T.i64)
+                    m = e.select(e.icmp("ult", osz, n), osz, n)
+                    memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void,
+                                       [T.ptr, T.ptr, T.i64, T.i1])
+                    e.call_fn(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])
                 e.call_fn(self._rt("__enzyme_py_shadow_free"), [sh])
             return
-        if name in FREE_FUNCS:
+        if ekind in ("free", "typehint"):
             return
+        if inst in getattr(self, "write_sizes", {}):
+            # the call overwrote these bytes with data that carries no derivative
+            for k, n in getattr(self, "write_sizes", {}).get(inst, ()):
+                if n.is_instruction:
+                    n = self._cached(("wr", inst, k), n, T.i64, inst.parent, b)
+                memset0(e, self.shadow(args[k], b), n.clone() if _is_const(n) else n)
         mem = _mem_intrinsic(name)
         if mem is not None:
             kind = getattr(self, "mem_kind", {}).get(inst)
@@ -1030,8 +1109,8 @@ class ReverseGen:
                                    ConstantInt(T.i1, 0)])
             else:
                 ty = T.double if kind == "double" else T.float
-                fn = runtime_function(self.ctx.module, "__enzyme_py_memcpy_adj", ty)
-                e.call_fn(fn, [self.shadow(args[0], b), self.shadow(args[1], b), n])
+                copy_adjoint(e, self.ctx.module, ty, self.shadow(args[0], b),
+                             self.shadow(args[1], b), n, overlap=mem == "memmove")
             return
         g = self.replaced_calls.get(inst)
         if g is not None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "INACTIVE_CALLS",
-           "IGNORED_INTRINSICS", "libm_rule", "reduction_rule", "tangent"]
+from ..analysis.effects import libm_base
+
+__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "ATOMICS", "libm_rule",
+           "reduction_rule", "tangent"]
 
 # ---------------------------------------------------------------------------
 # binary and unary floating-point instructions, keyed by opcode
@@ -47,6 +49,18 @@ CASTS = {
     "fptrunc": "cast-back",    # fpext d to the operand type
     "bitcast": "cast-back",    # only float<->float-vector bitcasts are active
     "sitofp": None, "uitofp": None, "fptosi": None, "fptoui": None,
+}
+
+# atomic read-modify-writes on floats (``old = atomicrmw op p, v``: ``old = *p;
+# *p = *p op v``), keyed by operation: (the adjoint of v from the adjoint ``t`` of *p
+# after the operation, whether the operation replaces *p).  The tangent of ``old`` is
+# the same operation applied to p's shadow and v's tangent (linear in both).
+# ---------------------------------------------------------------------------
+
+ATOMICS = {
+    "fadd": (lambda e, t: t, False),
+    "fsub": (lambda e, t: e.neg(t), False),
+    "xchg": (lambda e, t: t, True),
 }
 
 # ---------------------------------------------------------------------------
@@ -120,6 +134,12 @@ LIBM = {
                                                      e.call("exp", e.neg(_sq(e, x[0])))))),),
     "tgamma": (lambda e, x, r, d: e.mul(d, e.mul(r, e.call("__enzyme_py_digamma", x[0]))),),
     "lgamma": (lambda e, x, r, d: e.mul(d, e.call("__enzyme_py_digamma", x[0])),),
+    # x 2^k (k an integer): linear in x
+    "ldexp": (lambda e, x, r, d: e.call("ldexp", d, x[1]), None),
+    "scalbn": (lambda e, x, r, d: e.call("scalbn", d, x[1]), None),
+    # m = x 2^-e (e stored through the pointer): dm/dx = 2^-e = m / x, exactly
+    "frexp": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), d,
+                                          e.mul(d, e.div(r, x[0]))), None),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,),
@@ -210,49 +230,17 @@ def reduction_rule(name: str):
     return (f"vector.reduce.{op}", entry[0]) if entry else None
 
 
-# name aliases (LLVM intrinsic spellings -> libm base name)
-_ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum": "fmin",
-            "fmuladd": "fma", "maximumnum": "fmax", "minimumnum": "fmin"}
-
-# calls with no derivative and no effect on derivatives
-INACTIVE_CALLS = {
-    "printf", "fprintf", "puts", "putchar", "fputs", "fputc", "sprintf", "snprintf",
-    "fflush", "abort", "exit", "__assert_fail", "rand", "srand", "time", "clock",
-    "fwrite", "fread", "fopen", "fclose", "perror", "strlen", "strcmp", "strncmp",
-    "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_atexit", "atoi", "atof", "strtod",
-    "getenv", "isinf", "isnan", "__isinf", "__isnan", "__isinff", "__isnanf",
-    "__enzyme_py_digamma", "__enzyme_py_out_of_memory",
-}
-
-# intrinsics that are dropped from the reverse pass (no derivative, no shadow)
-IGNORED_INTRINSICS = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch",
-                      "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
-                      "llvm.stacksave", "llvm.stackrestore", "llvm.donothing",
-                      "llvm.sideeffect", "llvm.pseudoprobe", "llvm.var.annotation",
-                      "llvm.is.fpclass", "llvm.objectsize")
-
-
 def libm_rule(name: str):
     """``(base, rule)`` for a libm function or LLVM intrinsic name, else None.
 
     ``sin``, ``sinf``, ``llvm.sin.f64``, ``llvm.sin.v2f64``, ``__sin_finite`` all map to
-    the ``sin`` entry.
+    the ``sin`` entry (the spellings are resolved by ``analysis.effects.libm_base``; a
+    pure math function without an entry here has no derivative rule).
     """
-    base = name
-    if base.startswith("llvm."):
-        parts = base[5:].split(".")
-        base = parts[0]
-    elif base.startswith("__") and base.endswith("_finite"):
-        base = base[2:-7]
-    base = _ALIASES.get(base, base)
-    if base in LIBM:
-        return base, LIBM[base]
-    if base.endswith(("f", "l")) and base[:-1] in LIBM:
-        b = _ALIASES.get(base[:-1], base[:-1])
-        return b, LIBM[b]
-    if base in _ALIASES:
-        return _ALIASES[base], LIBM[_ALIASES[base]]
-    return None
+    base = libm_base(name)
+    if base is None or base not in LIBM:
+        return None
+    return base, LIBM[base]
 
 
 def tangent(rule, e, x, r, dx):

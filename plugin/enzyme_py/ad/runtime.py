@@ -15,7 +15,9 @@
 - ``__enzyme_py_shadow_alloc(n)`` / ``_free`` / ``_size`` / ``_realloc``: shadows of
   heap blocks (zeroed; large ones from the same pool);
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
-  of T data (``ds[i] += dd[i]; dd[i] = 0``);
+  of T data (``ds[i] += dd[i]; dd[i] = 0``); ``__enzyme_py_memmove_adj_<T>``: the same
+  for ranges that may overlap (a memmove): it walks the elements in the order that
+  reads every destination adjoint before an addition can land on it;
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
 
 Derivative code that is itself differentiated (a function calling
@@ -317,6 +319,42 @@ def runtime_function(module, name, ty=None, owner=None):
         return _cache_pool(module, e, base, name, what)
     if name == "__enzyme_py_cache_free":
         return _cache_pool(module, e, name)
+    if name.startswith("__enzyme_py_memmove_adj"):
+        full = f"__enzyme_py_memmove_adj_{type_suffix(ty)}"
+        fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])
+        if not new:
+            return fn
+        from ..ir.instructions import GEP
+        dd, ds, nb = fn.args
+        entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
+        size = module.datalayout.store_size(ty)
+        e.at_end(entry)
+        n = e.binop("udiv", nb, ConstantInt(i64, size))
+        # source above the destination: the element i's source is the destination of a
+        # later element j = i + (s - d), whose adjoint must be taken first: walk down
+        down = e.icmp("ult", e.cast("ptrtoint", dd, i64), e.cast("ptrtoint", ds, i64))
+        first = e.select(down, e.binop("sub", n, ConstantInt(i64, 1)), ConstantInt(i64, 0))
+        step = e.select(down, ConstantInt(i64, -1), ConstantInt(i64, 1))
+        e.cbr(e.icmp("eq", n, ConstantInt(i64, 0)), exit_, loop)
+        e.at_end(loop)
+        k = e.phi(i64)
+        i = e.phi(i64)
+        pd = e.insert(GEP(ty, dd, [i]))
+        ps = e.insert(GEP(ty, ds, [i]))
+        a = e.load(ty, pd)
+        e.store(ConstantFP(ty, 0.0), pd)
+        b = e.load(ty, ps)
+        e.store(e.binop("fadd", b, a), ps)
+        i1 = e.binop("add", i, step)
+        k1 = e.binop("add", k, ConstantInt(i64, 1))
+        e.cbr(e.icmp("ult", k1, n), loop, exit_)
+        k.add_incoming(ConstantInt(i64, 0), entry)
+        k.add_incoming(k1, loop)
+        i.add_incoming(first, entry)
+        i.add_incoming(i1, loop)
+        e.at_end(exit_)
+        e.ret()
+        return fn
     if name.startswith("__enzyme_py_memcpy_adj"):
         full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"
         fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])

@@ -11,9 +11,10 @@ values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
 instead of making its primal memory look like one.  A call to a defined function
 returns a shadowed pointer only if the callee, analysed with the same activity,
-may return one.
-
-There is no backward ("up") pruning: an active value that cannot reach the
+may return one.  What calls do comes from the call-effects table (``effects.py``).
+Every instruction kind is classified (atomics: active through their memory and
+value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
+generators refuse).  There is no backward ("up") pruning: an active value that cannot reach the
 return value or shadowed memory stays active, and the reverse sweep propagates
 its adjoint, which stays zero.  That costs work, never correctness.
 
@@ -22,16 +23,18 @@ The result is read-only; ``str(result)`` lists the active values per block.
 
 from __future__ import annotations
 
-from ..ir.instructions import (Alloca, Call, Cast, ExtractElement, ExtractValue, GEP,
-                               InsertElement, InsertValue, Load, Phi, Ret, Select, ShuffleVector,
-                               Store, BinaryOp, UnaryOp, Freeze)
+from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractElement,
+                               ExtractValue, GEP, InsertElement, InsertValue, Load, Phi, Ret,
+                               Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg)
+from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object"]
 
-ALLOC_FUNCS = {"malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-               "realloc", "aligned_alloc", "_ZnwmSt11align_val_t"}
-FREE_FUNCS = {"free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t",
-              "_ZdlPvmSt11align_val_t"}
+ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
+FREE_FUNCS = FREE_NAMES
+# calls whose results never carry derivatives (see effects.py)
+_NO_DERIVATIVE_RESULT = ("inactive", "writes", "alloc", "free", "memcpy", "memmove", "memset",
+                         "nomem", "typehint")
 
 
 def _contains(ty, leaf) -> bool:
@@ -128,19 +131,38 @@ class Activity:
                 name = i.callee_name or ""
                 if name in self.inactive_fns:
                     return None
-                if name in ALLOC_FUNCS:
+                eff = call_effect(name)
+                if eff is not None and eff.kind == "alloc" and eff.out is None:
                     return "shadow"
+                if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
+                    return None
                 callee = i.called_function
                 if any(a in self.shadowed for a in i.args) and callee is not None \
                         and not callee.is_declaration and self._returns_shadow(callee, i.args):
                     return "shadow"
+                return None
+            if isinstance(i, AtomicRMW):   # xchg of pointers
+                return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed else None
+            if isinstance(i, VAArg):
+                return "shadow"  # may come with a shadow from the caller: generators refuse
+            return None
+        if isinstance(i, CmpXchg):
+            # {value, i1}: integers or pointers; the generators check what the memory holds
             return None
         if not floatish(ty):
             return None
         if isinstance(i, Load):
             return "active" if ops[0] in self.shadowed else None
+        if isinstance(i, AtomicRMW):
+            return "active" if ops[0] in self.shadowed or ops[1] in self.active else None
+        if isinstance(i, VAArg):
+            return "active"  # the caller's value may carry a derivative: generators refuse
         if isinstance(i, Call):
-            if (i.callee_name or "") in self.inactive_fns:
+            name = i.callee_name or ""
+            if name in self.inactive_fns:
+                return None
+            eff = call_effect(name)
+            if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                 return None
             args = i.args
             if self._any_active(args) or any(a in self.shadowed for a in args):

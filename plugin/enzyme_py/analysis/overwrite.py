@@ -11,8 +11,8 @@ there when the memory it reads
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
-  (per their ``memory(...)``/``readonly`` attributes; libm and known C library
-  functions write only through their pointer arguments).
+  (per their ``memory(...)``/``readonly`` attributes; for the functions in the
+  call-effects table, ``effects.py``, what the table says they write).
 
 Alias reasoning is by underlying object: distinct allocas/mallocs (and local memory
 versus arguments and globals) never alias, distinct globals never alias, an argument
@@ -30,24 +30,9 @@ import re
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi, Select,
                                Store, VAArg)
 from ..ir.values import Argument, ConstantInt
+from .effects import ALLOC_NAMES, call_effect
 
 __all__ = ["Overwrite", "underlying_objects", "call_writes"]
-
-_ALLOC = {"malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-          "realloc", "aligned_alloc", "_ZnwmSt11align_val_t"}
-_FREE = {"free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t",
-         "_ZdlPvmSt11align_val_t", "realloc"}
-# C library functions that write at most through their pointer arguments (or not at all)
-_LIBC_ARGWRITE = {
-    "printf", "fprintf", "puts", "putchar", "fputs", "fputc", "sprintf", "snprintf", "fflush",
-    "fwrite", "fread", "fopen", "fclose", "perror", "strlen", "strcmp", "strncmp", "atoi",
-    "atof", "strtod", "getenv", "isinf", "isnan", "__isinf", "__isnan", "__isinff", "__isnanf",
-    "time", "clock", "abort", "exit", "__assert_fail",
-}
-_NOWRITE_INTRINSIC_PREFIXES = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch",
-                               "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
-                               "llvm.donothing", "llvm.sideeffect", "llvm.pseudoprobe",
-                               "llvm.var.annotation", "llvm.is.fpclass", "llvm.objectsize")
 
 # object kinds
 LOCAL, ARG, GLOBAL, CONST, UNKNOWN = "local", "arg", "global", "const", "unknown"
@@ -99,7 +84,7 @@ def underlying_objects(p, dl, limit=64):
             work.extend((x, None) for x in v.operands[1:])
         elif isinstance(v, Alloca):
             out.append(_Obj(LOCAL, v, off))
-        elif isinstance(v, Call) and (v.callee_name or "") in _ALLOC:
+        elif isinstance(v, Call) and (v.callee_name or "") in ALLOC_NAMES:
             out.append(_Obj(LOCAL, v, off))
         elif isinstance(v, Argument):
             out.append(_Obj(ARG, v, off))
@@ -148,22 +133,24 @@ def call_writes(call, module=None, pure=None):
     it may write (whole objects).  ``pure(name)`` names functions known to write
     no user memory (the AD layer passes its libm table)."""
     name = call.callee_name or ""
-    if name.startswith(_NOWRITE_INTRINSIC_PREFIXES):
-        return None
     args = call.args
-    if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")) or name in (
-            "memcpy", "memmove", "memset"):
-        return [args[0]]
-    if name in _FREE:
-        return [args[0]]
-    if name in _ALLOC:
+    eff = call_effect(name)
+    kind = eff.kind if eff is not None else None
+    if eff is not None and eff.writes:
+        return [args[k] for k, _ in eff.writes if k < len(args) and args[k].type.is_pointer]
+    if kind in ("nomem", "typehint", "inactive", "math"):
         return None
+    if kind in ("memcpy", "memmove", "memset", "free"):
+        return [args[0]]
+    if kind == "alloc":
+        if eff.frees is not None:
+            return [args[eff.frees]]
+        return [args[eff.out]] if eff.out is not None else None
     if pure is not None and pure(name):
         return None
-    if name.startswith("llvm."):
+    if name.startswith("llvm.") and not name.startswith(("llvm.masked.", "llvm.vp.",
+                                                        "llvm.experimental.")):
         return None  # other intrinsics (min/max, reductions, ...) do not write memory
-    if name in _LIBC_ARGWRITE:
-        return [a for a in args if a.type.is_pointer]
     fn = call.called_function
     text = _attr_text(module, call.fn_attrs)
     if fn is not None:

@@ -1,16 +1,40 @@
 """Type analysis over opaque pointers (the part the AD pass needs today).
 
-``memory_kinds(ptrs)`` answers "what does the memory behind these pointers hold?"
-as a set over {'double', 'float', 'int', 'ptr'}, from every typed access
-(loads, stores, GEP element types, allocated types) reachable from the same
-underlying objects through GEPs, casts, phis and selects in the function.
+``memory_kinds(ptrs)`` answers "what does the memory behind these pointers hold?" as a
+set over {'double', 'float', 'int', 'ptr'} (an empty set: nothing is known).  It
+collects every typed access reachable from the same underlying objects:
+
+- loads, stores, atomics, GEP element types and allocated types, through GEPs, casts,
+  phis and selects;
+- TBAA: an integer-typed load or store whose ``!tbaa`` access type is ``double`` counts
+  as a double (InstCombine turns small memcpys of doubles into ``i64`` copies), and a
+  memcpy's ``!tbaa.struct`` lists the types it moves;
+- memcpy/memmove: the destination holds what the source holds, and the other way round;
+- across calls, both ways: a pointer passed to a defined function is followed into the
+  callee's parameter, and a parameter is followed to the arguments at every call site of
+  its function (so a ``noinline`` helper that only memcpys learns the type from its
+  callers);
+- the program's hints ``__enzyme_double(p, bytes)``, ``__enzyme_float``,
+  ``__enzyme_integer``, ``__enzyme_pointer`` (see include/enzyme.h).
+
+The AD pass asks only where it must know (the adjoint of a memcpy/memmove moves values
+of one type); where the set stays empty for memory that carries derivatives it reports a
+compile error naming the hint, never a guess.
 """
 
 from __future__ import annotations
 
-from ..ir.instructions import Alloca, Cast, GEP, Load, Phi, Select, Store
+import re
 
-__all__ = ["memory_kinds", "scalar_kinds"]
+from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
+                               Select, Store)
+from ..ir.values import Argument
+
+__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS"]
+
+HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
+         "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
+_MEM = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
 
 
 def scalar_kinds(ty, out: set) -> set:
@@ -26,6 +50,59 @@ def scalar_kinds(ty, out: set) -> set:
         for t in ty.elements:
             scalar_kinds(t, out)
     return out
+
+
+def _md(module, ref):
+    if module is None or not ref or not ref.startswith("!"):
+        return None
+    return module.metadata.get(ref[1:])
+
+
+def _tbaa_name(module, type_ref):
+    text = _md(module, type_ref)
+    m = re.match(r'\s*!\{!"([^"]*)"', text or "")
+    return m.group(1) if m else None
+
+
+def _kind_of_tbaa_type(name):
+    if name is None or name == "omnipotent char" or name.startswith(("_ZTS", "struct ")):
+        return None
+    if name in ("double", "float"):
+        return name
+    if name == "long double":
+        return "float-other"
+    if name == "any pointer" or re.match(r"p\d+ ", name) or name.endswith("*"):
+        return "ptr"
+    if name in ("int", "long", "long long", "short", "bool", "_Bool", "char",
+                "unsigned int", "unsigned long", "__int128") or name.startswith("unsigned"):
+        return "int"
+    return None
+
+
+def tbaa_kind(inst, module=None):
+    """The scalar kind an access's ``!tbaa`` tag names ('double', 'int', 'ptr', ...), or
+    None when absent or not a scalar (``omnipotent char``)."""
+    return tbaa_kind_of_tag(module or inst.module, inst.get_metadata("tbaa"))
+
+
+def _tbaa_struct_kinds(inst, module, out):
+    text = _md(module, inst.get_metadata("tbaa.struct"))
+    if not text:
+        return
+    for ref in re.findall(r"!(\d+)", text):
+        k = tbaa_kind_of_tag(module, "!" + ref)
+        if k is not None:
+            out.add(k)
+
+
+def tbaa_kind_of_tag(module, ref):
+    tag = _md(module, ref)
+    if tag is None:
+        return None
+    parts = [p.strip() for p in tag.strip()[2:-1].split(",")]
+    if len(parts) >= 2 and parts[1].startswith("!"):
+        return _kind_of_tbaa_type(_tbaa_name(module, parts[1]))
+    return None
 
 
 def _roots(p, limit=32):
@@ -47,28 +124,69 @@ def _roots(p, limit=32):
     return out
 
 
-def memory_kinds(ptrs) -> set:
+def _call_sites(fn):
+    for u in fn.uses:
+        c = u.user
+        if isinstance(c, Call) and c.called_function is fn:
+            yield c
+
+
+def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
+    """``exclude``: an access not to count (the one being asked about)."""
     kinds: set = set()
     roots = []
     for p in ptrs:
         roots.extend(_roots(p))
     work, seen = list(roots), set()
-    while work:
+    while work and limit:
+        limit -= 1
         v = work.pop()
         if v in seen:
             continue
         seen.add(v)
         if isinstance(v, Alloca):
             scalar_kinds(v.allocated_type, kinds)
-        for u in v.users:
-            if isinstance(u, GEP) and u.operand(0) is v:
-                if u.source_type.is_float or u.source_type.is_pointer:
-                    scalar_kinds(u.source_type, kinds)
-                work.append(u)
-            elif isinstance(u, (Cast, Phi, Select)) and u.type.is_pointer:
-                work.append(u)
-            elif isinstance(u, Load):
-                scalar_kinds(u.type, kinds)
-            elif isinstance(u, Store) and u.operand(1) is v:
-                scalar_kinds(u.operand(0).type, kinds)
+        elif isinstance(v, Argument) and v.parent is not None:
+            # up: what the callers pass
+            for c in _call_sites(v.parent):
+                if v.index < len(c.args):
+                    work.extend(_roots(c.args[v.index]))
+        for u in v.uses:
+            user = u.user
+            if user is exclude:
+                continue
+            if isinstance(user, GEP) and u.index == 0:
+                if user.source_type.is_float or user.source_type.is_pointer:
+                    scalar_kinds(user.source_type, kinds)
+                work.append(user)
+            elif isinstance(user, (Cast, Phi, Select)) and user.type.is_pointer:
+                work.append(user)
+            elif isinstance(user, Load):
+                _access(user, user.type, kinds)
+            elif isinstance(user, Store) and u.index == 1:
+                _access(user, user.operand(0).type, kinds)
+            elif isinstance(user, (AtomicRMW, CmpXchg)) and u.index == 0:
+                _access(user, user.operand(1).type, kinds)
+            elif isinstance(user, Call) and u.index < len(user.args):
+                name = user.callee_name or ""
+                if name in HINTS and u.index == 0:
+                    kinds.add(HINTS[name])
+                elif name.startswith(_MEM) and u.index in (0, 1):
+                    # the other side of a copy holds the same values
+                    _tbaa_struct_kinds(user, user.module, kinds)
+                    work.extend(_roots(user.args[1 - u.index]))
+                else:
+                    callee = user.called_function
+                    if callee is not None and not callee.is_declaration \
+                            and u.index < len(callee.args):
+                        work.append(callee.args[u.index])    # down: into the callee
     return kinds
+
+
+def _access(inst, ty, kinds):
+    if ty.is_int:
+        k = tbaa_kind(inst)
+        if k is not None and k != "int":
+            kinds.add(k)
+            return
+    scalar_kinds(ty, kinds)

@@ -1,0 +1,186 @@
+"""Every instruction kind of the IR model, classified once: how the AD generators treat
+it, or why it is an error.  Both generators call :func:`check` on every instruction of
+the function they differentiate before they look at it, so an instruction kind nobody
+wrote a rule for cannot be skipped silently.
+
+``INSTRUCTIONS[cls]`` is ``(status, reason)``:
+
+``rule``      the generators have a rule (adjoint, tangent, shadow); for some kinds only
+              part of the opcodes are differentiable and the rest are listed in the
+              opcode tables below.
+``inactive``  never carries a derivative (the reason says why), so nothing is emitted.
+``error``     a compile error wherever the instruction touches a value that carries a
+              derivative or memory that has a shadow ("involved").
+``never``     a compile error wherever it appears in a differentiated function (control
+              flow the reverse sweep cannot replay).
+
+Opcode-level tables: ``BINARY_OPCODES`` (integer opcodes are inactive, floating-point
+ones have rules in ``rules.BINARY``), ``CAST_OPCODES`` and ``ATOMIC_OPERATIONS``.
+"""
+
+from __future__ import annotations
+
+from ..ir import instructions as I
+from .errors import NoDerivativeError
+
+__all__ = ["INSTRUCTIONS", "BINARY_OPCODES", "CAST_OPCODES", "ATOMIC_OPERATIONS", "check",
+           "involved"]
+
+RULE, INACTIVE, ERROR, NEVER = "rule", "inactive", "error", "never"
+
+INSTRUCTIONS = {
+    I.BinaryOp: (RULE, "rules.BINARY for fadd/fsub/fmul/fdiv/frem; integer opcodes have "
+                       "integer results, which carry no derivative"),
+    I.UnaryOp: (RULE, "rules.UNARY (fneg)"),
+    I.ICmp: (INACTIVE, "an i1 comparison result carries no derivative"),
+    I.FCmp: (INACTIVE, "an i1 comparison result carries no derivative"),
+    I.Cast: (RULE, "rules.CASTS; shadow of pointer casts"),
+    I.Select: (RULE, "adjoint to the chosen operand; shadow select"),
+    I.Freeze: (RULE, "identity: the adjoint passes through"),
+    I.Phi: (RULE, "adjoint to the incoming value of the edge taken; shadow phi"),
+    I.ExtractElement: (RULE, "lane adjoint"),
+    I.InsertElement: (RULE, "lane adjoint"),
+    I.ShuffleVector: (RULE, "lane adjoints by the mask"),
+    I.ExtractValue: (RULE, "field adjoint"),
+    I.InsertValue: (RULE, "field adjoint"),
+    I.Alloca: (RULE, "a zeroed shadow allocation"),
+    I.Load: (RULE, "adjoint added into the shadow; shadow load of pointers"),
+    I.Store: (RULE, "adjoint taken from the shadow, which is zeroed; shadow store of "
+                    "pointers"),
+    I.Fence: (INACTIVE, "orders memory accesses; computes no value"),
+    I.AtomicRMW: (RULE, "ATOMIC_OPERATIONS: fadd/fsub/xchg of floats have rules; integer "
+                        "operations on integer memory carry no derivative; the rest are "
+                        "errors"),
+    I.CmpXchg: (ERROR, "compare-and-exchange on memory with a shadow: no rule (only an "
+                       "integer exchange on memory that type analysis proves holds "
+                       "integers is accepted)"),
+    I.GEP: (RULE, "a shadow GEP with the same indices"),
+    I.Call: (RULE, "analysis.effects (call-effects table), rules.LIBM, custom rules, "
+                   "defined functions differentiated through their bodies; an unknown "
+                   "external function is an error"),
+    I.Invoke: (ERROR, "a call that may throw: no rule for unwinding in the reverse sweep"),
+    I.VAArg: (ERROR, "variadic arguments: their derivatives cannot be followed"),
+    I.LandingPad: (INACTIVE, "exception bookkeeping: the caught exception's pointer and "
+                             "selector carry no derivative"),
+    I.CatchPad: (NEVER, "Windows exception handling: not supported"),
+    I.CleanupPad: (NEVER, "Windows exception handling: not supported"),
+    I.Ret: (RULE, "seeds the adjoint of the returned value"),
+    I.Br: (RULE, "control flow, replayed in the reverse sweep"),
+    I.Switch: (RULE, "control flow, replayed in the reverse sweep"),
+    I.Unreachable: (INACTIVE, "no successor: nothing to differentiate"),
+    I.Resume: (INACTIVE, "continues unwinding out of the function: the reverse sweep never "
+                         "starts there"),
+    I.IndirectBr: (NEVER, "computed goto: control flow the reverse sweep cannot replay"),
+    I.CatchSwitch: (NEVER, "Windows exception handling: not supported"),
+    I.CatchRet: (NEVER, "Windows exception handling: not supported"),
+    I.CleanupRet: (NEVER, "Windows exception handling: not supported"),
+    I.VerbatimInst: (ERROR, "an instruction EnzymePy keeps as text (callbr, ...): no rule"),
+}
+
+BINARY_OPCODES = {op: (RULE if op in I.FP_BINARY_OPS else INACTIVE) for op in I.BINARY_OPS}
+
+CAST_OPCODES = {
+    "fpext": RULE, "fptrunc": RULE, "bitcast": RULE, "addrspacecast": RULE,
+    # float <-> integer: the result (or the operand) is an integer
+    "sitofp": INACTIVE, "uitofp": INACTIVE, "fptosi": INACTIVE, "fptoui": INACTIVE,
+    "trunc": INACTIVE, "zext": INACTIVE, "sext": INACTIVE,
+    # pointers through integers: shadows cannot follow
+    "ptrtoint": INACTIVE, "ptrtoaddr": INACTIVE, "inttoptr": ERROR,
+}
+
+# atomicrmw operations (LLVM 22): on floats, rules for the three that are linear
+ATOMIC_OPERATIONS = {
+    "fadd": RULE, "fsub": RULE, "xchg": RULE,
+    "fmax": ERROR, "fmin": ERROR, "fmaximum": ERROR, "fminimum": ERROR,
+    "fmaximumnum": ERROR, "fminimumnum": ERROR,
+    # integer read-modify-writes: integer results
+    "add": INACTIVE, "sub": INACTIVE, "and": INACTIVE, "nand": INACTIVE, "or": INACTIVE,
+    "xor": INACTIVE, "max": INACTIVE, "min": INACTIVE, "umax": INACTIVE, "umin": INACTIVE,
+    "uinc_wrap": INACTIVE, "udec_wrap": INACTIVE, "usub_cond": INACTIVE,
+    "usub_sat": INACTIVE,
+}
+
+
+def _status(inst):
+    for cls in type(inst).__mro__:
+        got = INSTRUCTIONS.get(cls)
+        if got is not None:
+            return got
+    return ERROR, f"no entry for instruction kind '{type(inst).__name__}'"
+
+
+def involved(inst, act) -> bool:
+    """Whether ``inst`` touches a value that carries a derivative or memory with a
+    shadow."""
+    if inst in act.active or inst in act.shadowed:
+        return True
+    return any(o in act.active or o in act.shadowed for o in inst.operands)
+
+
+def check(inst, act, where):
+    """Raise the compile error for ``inst`` if its kind has no rule where it is used
+    (``where``: the location text, or a function returning it)."""
+    status, reason = _status(inst)
+    if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
+        return
+    if callable(where):
+        where = where()
+    if status == RULE or status == INACTIVE:
+        if isinstance(inst, I.Cast) and CAST_OPCODES.get(inst.opcode, ERROR) == ERROR \
+                and _int_cast_involved(inst, act):
+            raise NoDerivativeError(
+                f"'{inst.opcode}' makes a pointer out of an integer that came from a pointer "
+                "with a shadow: the shadow cannot follow", location=where,
+                hint="keep the pointer a pointer (no round trip through an integer)")
+        if isinstance(inst, I.AtomicRMW) and involved(inst, act):
+            op = ATOMIC_OPERATIONS.get(inst.operation, ERROR)
+            ty = inst.operand(1).type
+            if op == ERROR or not (ty.is_float or ty.is_vector and ty.element.is_float
+                                   or _integer_memory(inst)):
+                raise NoDerivativeError(
+                    f"'atomicrmw {inst.operation} {ty}' on memory that carries derivatives "
+                    "has no derivative rule" + ("" if op == ERROR else
+                                                " (an integer operation on memory that may "
+                                                "hold floating-point values)"),
+                    location=where,
+                    hint="use a plain update, or __atomic_fetch_add/sub on the double itself")
+        return
+    if isinstance(inst, I.CmpXchg) and involved(inst, act) and _integer_memory(inst):
+        return
+    if status == NEVER or involved(inst, act):
+        raise NoDerivativeError(f"'{inst.opcode}' cannot be differentiated: {reason}",
+                                location=where, hint=_HINTS.get(type(inst), ""))
+
+
+_HINTS = {
+    I.VAArg: "pass the values in an array instead of as variadic arguments",
+    I.Invoke: "mark the callee noexcept or build with -fno-exceptions",
+    I.CmpXchg: "use atomic fetch-add/sub on the double, or a lock around a plain update",
+    I.IndirectBr: "use a switch instead of a computed goto",
+}
+
+
+def _integer_memory(inst) -> bool:
+    """An atomic operation on integers in memory type analysis proves holds only
+    integers (a counter or a flag)."""
+    from ..analysis.types import memory_kinds
+    return inst.operand(1).type.is_int \
+        and memory_kinds([inst.operand(0)], exclude=inst) == {"int"}
+
+
+def _int_cast_involved(inst, act, limit=32) -> bool:
+    """Whether the integer operand of an ``inttoptr`` is computed from a pointer that has
+    a shadow (through integer arithmetic)."""
+    work, seen = [inst.operand(0)], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
+            if v.operand(0) in act.shadowed:
+                return True
+        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
+            work.extend(v.operands)
+    return False

@@ -1,0 +1,107 @@
+"""Code both generators emit for the calls of ``analysis.effects``' table that write
+memory without carrying derivatives (``fread``, ``strcpy``, ``snprintf``...), and the
+memmove-safe adjoint of a copy.
+
+A call of kind ``writes`` overwrites bytes behind some pointer arguments with data that
+has no derivative.  Where such a pointer has a shadow, the shadow bytes the call
+overwrote must not keep the old derivative: forward mode zeroes the tangent bytes right
+after the call; reverse mode zeroes the adjoint bytes at the call's reverse (the adjoint
+of a value the program overwrote goes nowhere).  :func:`written` computes, right after
+the primal call, how many bytes each argument got, so both sweeps use the same count.
+"""
+
+from __future__ import annotations
+
+from ..analysis.effects import call_effect
+from ..ir import types as T
+from ..ir.values import ConstantInt, ConstantNull
+from .errors import ADError
+
+__all__ = ["shadowed_writes", "written", "memset0", "copy_adjoint", "strip_type_hints"]
+
+
+def shadowed_writes(inst, has_shadow, where):
+    """The ``(argument index, size)`` pairs of a ``writes`` call whose pointer has a
+    shadow (``has_shadow(v)``); an error where the size is not known."""
+    eff = call_effect(inst.callee_name or "")
+    if eff is None or not eff.writes:
+        return []
+    out = []
+    args = inst.args
+    for k, size in eff.writes:
+        if k >= len(args) or not args[k].type.is_pointer or not has_shadow(args[k]):
+            continue
+        if size[0] == "unknown":
+            raise ADError(f"'{inst.callee_name}' writes through argument {k + 1} an amount "
+                          "of data its format decides, into memory that carries derivatives",
+                          location=where,
+                          hint="read into a separate local variable (or a buffer passed "
+                               "with enzyme_const) and copy the value afterwards")
+        out.append((k, size))
+    return out
+
+
+def _i64(e, v):
+    if v.type == T.i64:
+        return v
+    return e.cast("zext" if v.type.width < 64 else "trunc", v, T.i64)
+
+
+def written(e, k, size, args, result):
+    """Bytes written through argument ``k`` (an i64), emitted at the emitter's position
+    right after the call; ``args``/``result``: the call's operands and result in the
+    function being built."""
+    kind = size[0]
+    zero = ConstantInt(T.i64, 0)
+    if kind == "arg":
+        return _i64(e, args[size[1]])
+    if kind == "mul":
+        return e.binop("mul", _i64(e, args[size[1]]), _i64(e, args[size[2]]))
+    if kind == "ret_mul":
+        return e.binop("mul", _i64(e, result), _i64(e, args[size[1]]))
+    if kind == "const":
+        if k is None:
+            return ConstantInt(T.i64, size[1])
+        return e.select(e.icmp("eq", args[k], ConstantNull(T.ptr)), zero,
+                        ConstantInt(T.i64, size[1]))
+    if kind == "cstr":
+        strlen = e.declare("strlen", T.i64, [T.ptr])
+        n = e.binop("add", e.call_fn(strlen, [args[k]]), ConstantInt(T.i64, 1))
+        guard = size[1]
+        if guard == "ret":
+            return e.select(e.icmp("eq", result, ConstantNull(T.ptr)), zero, n)
+        if guard is not None:
+            return e.select(e.icmp("eq", _i64(e, args[guard]), zero), zero, n)
+        return n
+    raise ValueError(size)
+
+
+def memset0(e, p, n):
+    memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+    e.call_fn(memset, [p, ConstantInt(T.i8, 0), _i64(e, n), ConstantInt(T.i1, 0)])
+
+
+def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
+    """The reverse of copying ``n`` bytes of ``ty`` data from ``s`` to ``d``:
+    ``ds[i] += dd[i]; dd[i] = 0``.  ``overlap`` (memmove): the two ranges may overlap,
+    so every adjoint of the destination is read before any is zeroed or added to."""
+    from .runtime import runtime_function
+    name = "__enzyme_py_memmove_adj" if overlap else "__enzyme_py_memcpy_adj"
+    e.call_fn(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
+
+
+def strip_type_hints(module):
+    """Remove the calls of ``__enzyme_double(p, bytes)`` and friends (type analysis read
+    them; they do nothing at run time) and their declarations, so the program links."""
+    from ..analysis.effects import TYPE_HINTS
+    for name in TYPE_HINTS:
+        fn = module.get_function(name)
+        if fn is None or not fn.is_declaration:
+            continue
+        for u in list(fn.uses):
+            c = u.user
+            if c.is_instruction and getattr(c, "called_function", None) is fn \
+                    and not c.users:
+                c.erase()
+        if not fn.uses:
+            fn.erase()

@@ -1,0 +1,236 @@
+"""What calls do, in one table: activity, overwrite analysis and both AD generators
+read it (they used to keep four lists of function names that drifted apart).
+
+``call_effect(name)`` returns a :class:`CallEffect` or None (a function the table does
+not know: a defined function is differentiated through its body, an unknown external
+one is an error where it touches active data).  The kinds:
+
+``math``      libm function or LLVM math intrinsic (no memory effect, except that
+              ``frexp``/``modf`` store a second result, listed in ``writes``); its
+              derivative, if any, is in ``ad/rules.py`` (an active math call without a
+              rule is an error there).
+``inactive``  C library function that neither carries a derivative nor writes memory
+              the program's derivatives live in (``printf``, ``strlen``, ``rand``...).
+``writes``    C library function that overwrites memory behind some arguments with
+              data that carries no derivative (``fread``, ``strcpy``, ``snprintf``...):
+              where that memory has a shadow, the shadow bytes it overwrote are zeroed
+              (the reverse sweep drops their adjoints, forward mode their tangents).
+              ``writes`` lists ``(argument index, size)``; sizes are described below.
+              (Any kind may list ``writes``; the generators zero them the same way.)
+``alloc``     allocation function; ``size`` says how many bytes, ``out`` the argument
+              the new pointer is written through (``posix_memalign``), ``frees`` the
+              argument a ``realloc`` releases.
+``free``      deallocation function (frees argument 0).
+``memcpy`` / ``memmove`` / ``memset``: the memory intrinsics and their libc names.
+``nomem``     intrinsic without any effect on values or memory (``llvm.lifetime.*``,
+              ``llvm.dbg.*``, ``llvm.assume``...): dropped from the reverse sweep.
+``typehint``  ``__enzyme_double(p, bytes)`` and friends: tell type analysis what the
+              memory behind ``p`` holds; no effect at run time (the calls are removed).
+
+Sizes (``writes`` and ``alloc``) are tuples: ``("arg", i)`` the value of argument i;
+``("mul", i, j)`` the product of two arguments; ``("const", n)`` n bytes when the
+pointer is not null; ``("ret_mul", i)`` the call's result times argument i
+(``fread``: items actually read); ``("cstr", n_arg)`` the string left in the buffer,
+``strlen + 1`` bytes after the call (0 when argument ``n_arg`` is 0, or when the call
+returned null for ``fgets``: ``n_arg`` may be None); ``("unknown",)`` the size
+depends on a format string (``scanf``): an error where the memory has a shadow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CallEffect", "call_effect", "libm_base", "PURE_MATH", "TYPE_HINTS",
+           "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names"]
+
+
+@dataclass(frozen=True)
+class CallEffect:
+    kind: str
+    reason: str = ""
+    writes: tuple = ()        # ((argument index, size), ...) for "writes"
+    size: tuple | None = None  # "alloc": the block's size
+    out: int | None = None     # "alloc": the new pointer is stored through this argument
+    frees: int | None = None   # "alloc": realloc releases this argument
+
+
+# -- pure math: libm base names (``sin`` covers sinf, sinl, llvm.sin.*, __sin_finite) --
+PURE_MATH = frozenset({
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10",
+    "log1p", "sqrt", "cbrt", "pow", "powi", "hypot", "fabs", "copysign", "fmax", "fmin",
+    "fmod", "fma", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "round", "trunc",
+    "rint", "nearbyint", "roundeven", "remainder", "fdim", "logb", "j0", "j1", "y0", "y1",
+    "ldexp", "scalbn", "sincospi", "frexp", "modf",
+    # LLVM spellings
+    "maxnum", "minnum", "maximum", "minimum", "maximumnum", "minimumnum", "fmuladd",
+})
+_MATH_ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum": "fmin",
+                 "fmuladd": "fma", "maximumnum": "fmax", "minimumnum": "fmin"}
+
+
+# intrinsics returning {value, second result} (no rule for their struct results yet)
+_STRUCT_INTRINSICS = {"frexp", "modf", "sincos", "sincospi"}
+
+
+def libm_base(name: str):
+    """The libm base name of a math function or LLVM math intrinsic (``sinf``,
+    ``llvm.sin.v2f64``, ``__sin_finite`` -> ``sin``; ``llvm.maxnum.f64`` -> ``fmax``),
+    else None."""
+    base = name
+    if base.startswith("llvm."):
+        base = base[5:].split(".")[0]
+        if base in _STRUCT_INTRINSICS:
+            return None
+    elif base.startswith("__") and base.endswith("_finite"):
+        base = base[2:-7]
+    if base in PURE_MATH:
+        return _MATH_ALIASES.get(base, base)
+    if base.endswith(("f", "l")) and base[:-1] in PURE_MATH and not name.startswith("llvm."):
+        b = base[:-1]
+        return _MATH_ALIASES.get(b, b)
+    return None
+
+
+def _inactive(reason, *names):
+    return {n: CallEffect("inactive", reason) for n in names}
+
+
+def _writes(reason, names, *writes):
+    return {n: CallEffect("writes", reason, writes=tuple(writes)) for n in names}
+
+
+_TABLE: dict[str, CallEffect] = {}
+_TABLE.update(_inactive(
+    "output, or reads only: writes no memory of the program",
+    "printf", "fprintf", "vprintf", "vfprintf", "puts", "putchar", "fputs", "fputc", "putc",
+    "fflush", "fwrite", "fclose", "fseek", "fseeko", "ftell", "ftello", "rewind", "feof",
+    "ferror", "clearerr", "perror", "fileno", "remove", "unlink"))
+_TABLE.update(_inactive(
+    "string/character inspection: integer results, no writes",
+    "strlen", "strnlen", "strcmp", "strncmp", "strcasecmp", "strncasecmp", "memcmp", "bcmp",
+    "atoi", "atol", "atoll", "toupper", "tolower", "isdigit", "isspace", "isalpha",
+    "isalnum", "isupper", "islower", "isxdigit", "ispunct", "isprint"))
+_TABLE.update(_inactive(
+    "parses a number from text: the result carries no derivative", "atof"))
+_TABLE.update(_inactive(
+    "classification of a float: integer result",
+    "isinf", "isnan", "isfinite", "__isinf", "__isnan", "__isinff", "__isnanf", "__isinfl",
+    "__isnanl", "__finite", "__finitef", "__fpclassify", "__fpclassifyf", "__signbit",
+    "__signbitf"))
+_TABLE.update(_inactive(
+    "process control / environment: no derivative, no program memory written",
+    "abort", "exit", "_exit", "quick_exit", "__assert_fail", "__assert_rtn", "getenv",
+    "rand", "srand", "random", "srandom", "drand48", "srand48", "clock", "sleep", "usleep",
+    "getpid", "fopen", "fdopen", "tmpfile", "__cxa_atexit", "atexit",
+    "omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads", "omp_get_wtime",
+    "omp_in_parallel"))
+_TABLE.update(_inactive(
+    "C++ static-initialisation guard: touches only the guard variable",
+    "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort"))
+_TABLE.update(_inactive("EnzymePy runtime: the digamma of a derivative rule",
+                        "__enzyme_py_digamma"))
+_TABLE.update(_inactive("EnzymePy runtime: reports out of memory and aborts",
+                        "__enzyme_py_out_of_memory"))
+_TABLE.update(_writes("reads data from a file into the buffer", ["fread"], (0, ("ret_mul", 1))))
+_TABLE.update(_writes("fills the buffer with zero bytes", ["bzero", "explicit_bzero"],
+                      (0, ("arg", 1))))
+_TABLE.update(_writes("copies a string into the buffer", ["strcpy", "stpcpy", "strcat"],
+                      (0, ("cstr", None))))
+_TABLE.update(_writes("copies at most n characters into the buffer", ["strncpy"],
+                      (0, ("arg", 2))))
+_TABLE.update(_writes("appends at most n characters to the string", ["strncat"],
+                      (0, ("cstr", None))))
+_TABLE.update(_writes("formats text into the buffer", ["sprintf", "vsprintf"],
+                      (0, ("cstr", None))))
+_TABLE.update(_writes("formats text into the buffer (at most n bytes)",
+                      ["snprintf", "vsnprintf"], (0, ("cstr", 1))))
+_TABLE.update(_writes("reads a line of text into the buffer", ["fgets"], (0, ("cstr", "ret"))))
+_TABLE.update(_writes("parses a number; stores the end of the text through the second "
+                      "argument", ["strtod", "strtof", "strtold", "strtol", "strtoll",
+                                   "strtoul", "strtoull"], (1, ("const", 8))))
+_TABLE.update(_writes("stores the time through its argument", ["time"], (0, ("const", 8))))
+_TABLE.update(_writes("stores the time through its second argument", ["clock_gettime"],
+                      (1, ("const", 16))))
+_TABLE.update(_writes("stores the time through its first argument", ["gettimeofday"],
+                      (0, ("const", 16))))
+_TABLE.update(_writes("stores what the format says through its pointer arguments",
+                      ["scanf"], *((k, ("unknown",)) for k in range(1, 17))))
+_TABLE.update(_writes("stores what the format says through its pointer arguments",
+                      ["sscanf", "fscanf"], *((k, ("unknown",)) for k in range(2, 18))))
+
+# math functions that also store a result through a pointer (no derivative there)
+for _n, _b in (("frexp", 4), ("frexpf", 4), ("frexpl", 4), ("modf", 8), ("modff", 4),
+               ("modfl", 16)):
+    _TABLE[_n] = CallEffect("math", "math function; stores a second result through its "
+                            "pointer argument", writes=((1, ("const", _b)),))
+
+ALLOC_NAMES = {
+    "malloc": ("arg", 0), "valloc": ("arg", 0), "calloc": ("mul", 0, 1),
+    "aligned_alloc": ("arg", 1), "memalign": ("arg", 1),
+    "_Znwm": ("arg", 0), "_Znam": ("arg", 0), "_ZnwmRKSt9nothrow_t": ("arg", 0),
+    "_ZnamRKSt9nothrow_t": ("arg", 0), "_ZnwmSt11align_val_t": ("arg", 0),
+    "_ZnamSt11align_val_t": ("arg", 0), "_ZnwmSt11align_val_tRKSt9nothrow_t": ("arg", 0),
+    "_ZnamSt11align_val_tRKSt9nothrow_t": ("arg", 0),
+}
+for _n, _s in ALLOC_NAMES.items():
+    _TABLE[_n] = CallEffect("alloc", "allocates a block", size=_s)
+_TABLE["realloc"] = CallEffect("alloc", "moves a block into a new allocation",
+                               size=("arg", 1), frees=0)
+_TABLE["posix_memalign"] = CallEffect("alloc", "allocates a block and stores its address "
+                                      "through the first argument", size=("arg", 2), out=0)
+ALLOC_NAMES = frozenset(ALLOC_NAMES) | {"realloc", "posix_memalign"}
+FREE_NAMES = frozenset({"free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+                        "_ZdlPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
+                        "_ZdaPvSt11align_val_t", "_ZdaPvmSt11align_val_t"})
+for _n in FREE_NAMES:
+    _TABLE[_n] = CallEffect("free", "releases a block")
+for _n in ("memcpy", "memmove", "memset"):
+    _TABLE[_n] = CallEffect(_n, "memory intrinsic")
+
+TYPE_HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
+              "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
+for _n in TYPE_HINTS:
+    _TABLE[_n] = CallEffect("typehint", "a type hint for type analysis (removed)")
+
+# intrinsics that neither compute values that carry derivatives nor touch memory
+_NOMEM_PREFIXES = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch",
+                   "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
+                   "llvm.stacksave", "llvm.stackrestore", "llvm.donothing",
+                   "llvm.sideeffect", "llvm.pseudoprobe", "llvm.var.annotation",
+                   "llvm.is.fpclass", "llvm.objectsize", "llvm.trap", "llvm.debugtrap",
+                   "llvm.ubsantrap", "llvm.expect", "llvm.allow.")
+
+
+def mem_intrinsic(name: str):
+    """'memcpy' / 'memmove' / 'memset' for those functions and their intrinsics."""
+    for k in ("memcpy", "memmove", "memset"):
+        if name == k or name.startswith((f"llvm.{k}.", f"llvm.{k}.inline.")):
+            return k
+    return None
+
+
+def call_effect(name: str):
+    """The :class:`CallEffect` of a call to ``name``, or None when the table does not
+    know it."""
+    got = _TABLE.get(name)
+    if got is not None:
+        return got
+    if name.startswith("llvm."):
+        mem = mem_intrinsic(name)
+        if mem is not None:
+            return _TABLE[mem]
+        if name.startswith(_NOMEM_PREFIXES):
+            return _NOMEM
+    if libm_base(name) is not None:
+        return _MATH
+    return None
+
+
+_NOMEM = CallEffect("nomem", "intrinsic without effect on values or memory")
+_MATH = CallEffect("math", "pure math function")
+
+
+def known_names():
+    """Every name with an explicit table entry (for tests and documentation)."""
+    return sorted(_TABLE)

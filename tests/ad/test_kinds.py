@@ -1,0 +1,179 @@
+"""Every instruction kind and opcode of the IR model is classified (ad/kinds.py): a rule,
+inactive with a reason, or an error where it touches derivatives; and the one
+call-effects table (analysis/effects.py) agrees with the derivative rules."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from enzyme_py.ad import kinds, rules
+from enzyme_py.ad.errors import NoDerivativeError
+from enzyme_py.analysis.activity import Activity
+from enzyme_py.analysis.effects import call_effect, known_names, libm_base
+from enzyme_py.ir import instructions as I
+from enzyme_py.ir import parse_module
+
+# LLVM LangRef (LLVM 22), 'atomicrmw' operations
+LANGREF_ATOMICRMW = ("xchg add sub and nand or xor max min umax umin fadd fsub fmax fmin "
+                     "fmaximum fminimum uinc_wrap udec_wrap usub_cond usub_sat").split()
+
+
+def _all_instruction_classes():
+    out = set()
+    for _, obj in inspect.getmembers(I, inspect.isclass):
+        if issubclass(obj, I.Instruction) and obj is not I.Instruction:
+            out.add(obj)
+    work = [I.Instruction]
+    while work:
+        c = work.pop()
+        for s in c.__subclasses__():
+            if s.__module__.startswith("enzyme_py.ir"):
+                out.add(s)
+                work.append(s)
+    return out - {I.Terminator, I._FuncletPad}
+
+
+@pytest.mark.parametrize("cls", sorted(_all_instruction_classes(), key=lambda c: c.__name__))
+def test_every_instruction_kind_is_classified(cls):
+    status, reason = kinds.INSTRUCTIONS[cls]
+    assert status in (kinds.RULE, kinds.INACTIVE, kinds.ERROR, kinds.NEVER)
+    assert len(reason) > 10
+
+
+def test_every_binary_opcode_is_classified():
+    assert set(kinds.BINARY_OPCODES) == set(I.BINARY_OPS)
+    for op, status in kinds.BINARY_OPCODES.items():
+        assert (status == kinds.RULE) == (op in rules.BINARY), op
+
+
+def test_every_cast_opcode_is_classified():
+    assert set(kinds.CAST_OPCODES) == set(I.CAST_OPS)
+    for op in ("fpext", "fptrunc", "bitcast"):
+        assert kinds.CAST_OPCODES[op] == kinds.RULE and rules.CASTS[op] == "cast-back"
+
+
+def test_every_atomicrmw_operation_is_classified():
+    assert set(kinds.ATOMIC_OPERATIONS) >= set(LANGREF_ATOMICRMW)
+    for op, status in kinds.ATOMIC_OPERATIONS.items():
+        assert (status == kinds.RULE) == (op in rules.ATOMICS), op
+
+
+HEAD = """target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-pc-linux-gnu"
+"""
+
+
+def _check_all(body, kinds_of_args):
+    m = parse_module(HEAD + body)
+    fn = next(f for f in m.functions if not f.is_declaration)
+    act = Activity(fn, kinds_of_args)
+    for inst in fn.instructions():
+        kinds.check(inst, act, "here")
+    return act
+
+
+@pytest.mark.parametrize("op", ["fmax", "fmin", "fmaximum"])
+def test_atomicrmw_without_rule_is_an_error(op):
+    with pytest.raises(NoDerivativeError, match=f"atomicrmw {op}"):
+        _check_all(f"""define void @f(ptr %p, double %x) {{
+  %o = atomicrmw {op} ptr %p, double %x monotonic, align 8
+  ret void
+}}""", ["dup", "out"])
+
+
+def test_atomicrmw_fadd_is_active_and_has_a_rule():
+    act = _check_all("""define double @f(ptr %p, double %x) {
+  %o = atomicrmw fadd ptr %p, double %x monotonic, align 8
+  ret double %o
+}""", ["dup", "const"])
+    assert any(isinstance(i, I.AtomicRMW) for i in act.active)
+
+
+def test_integer_atomic_on_memory_of_unknown_type_is_an_error():
+    with pytest.raises(NoDerivativeError, match="integer operation"):
+        _check_all("""define void @f(ptr %p, i64 %x) {
+  %o = atomicrmw xchg ptr %p, i64 %x monotonic, align 8
+  ret void
+}""", ["dup", "const"])
+
+
+def test_integer_atomic_on_integer_memory_is_inactive():
+    _check_all("""define void @f(ptr %p, i64 %x) {
+  %v = load i64, ptr %p, align 8
+  %o = atomicrmw add ptr %p, i64 %x monotonic, align 8
+  ret void
+}""", ["dup", "const"])
+
+
+def test_cmpxchg_on_shadowed_memory_is_an_error():
+    with pytest.raises(NoDerivativeError, match="cmpxchg"):
+        _check_all("""define void @f(ptr %p, i64 %a, i64 %b) {
+  %d = load double, ptr %p, align 8
+  %o = cmpxchg ptr %p, i64 %a, i64 %b seq_cst seq_cst, align 8
+  ret void
+}""", ["dup", "const", "const"])
+
+
+def test_va_arg_of_a_double_is_an_error():
+    with pytest.raises(NoDerivativeError, match="va_arg"):
+        _check_all("""define double @f(ptr %ap) {
+  %x = va_arg ptr %ap, double
+  ret double %x
+}""", ["const"])
+
+
+def test_pointer_through_integer_is_an_error():
+    with pytest.raises(NoDerivativeError, match="inttoptr"):
+        _check_all("""define double @f(ptr %p) {
+  %i = ptrtoint ptr %p to i64
+  %j = and i64 %i, -8
+  %q = inttoptr i64 %j to ptr
+  %x = load double, ptr %q, align 8
+  ret double %x
+}""", ["dup"])
+
+
+def test_fence_and_inactive_atomics_pass():
+    _check_all("""define double @f(ptr %p, double %x) {
+  fence seq_cst
+  %y = fmul double %x, %x
+  ret double %y
+}""", ["const", "out"])
+
+
+# ------------------------------------------------------------------ the call-effects table
+
+def test_every_libm_rule_is_a_pure_math_function():
+    for base in rules.LIBM:
+        assert libm_base(base) == base, base
+        eff = call_effect(base)
+        assert eff is not None and eff.kind == "math", base
+    for name in ("sinf", "llvm.sin.f64", "llvm.maxnum.v4f32", "__exp_finite", "cosl"):
+        assert call_effect(name).kind == "math"
+        assert rules.libm_rule(name) is not None
+
+
+@pytest.mark.parametrize("name", known_names())
+def test_every_table_entry_is_complete(name):
+    eff = call_effect(name)
+    assert eff.kind in ("math", "inactive", "writes", "alloc", "free", "memcpy", "memmove",
+                        "memset", "nomem", "typehint")
+    assert eff.reason
+    if eff.kind == "writes":
+        assert eff.writes
+    if eff.kind == "alloc":
+        assert eff.size is not None
+
+
+@pytest.mark.parametrize("name", ["fread", "strcpy", "snprintf", "sprintf", "fgets",
+                                  "strtod", "sscanf", "frexp", "modf", "bzero"])
+def test_functions_writing_their_arguments_say_so(name):
+    assert call_effect(name).writes
+
+
+@pytest.mark.parametrize("name", ["posix_memalign", "aligned_alloc", "memalign", "malloc",
+                                  "calloc", "realloc", "_Znwm"])
+def test_allocation_families(name):
+    assert call_effect(name).kind == "alloc"

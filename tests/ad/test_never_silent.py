@@ -1,0 +1,346 @@
+"""Issue 10's silently wrong derivatives, each a regression test in reverse and forward
+mode at -O0 and -O2: atomics, copies in noinline helpers, libc functions that overwrite
+memory with a shadow, realloc in a non-inlined push, overlapping memmove, and return
+types reverse mode cannot seed.  Every program checks its derivatives against central
+differences or the analytic values and prints ``FAIL`` lines; or the build must fail
+with a message naming the construct."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import enzyme_cc
+
+OPTS = ["-O0", "-O2"]
+
+PRELUDE = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int enzyme_dup, enzyme_const, enzyme_out;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_autodiff_d(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+double __enzyme_fwddiff_d(void *, ...);
+static int fails;
+static void check(const char *what, double got, double want) {
+    double scale = fabs(want) > 1e-2 ? fabs(want) : 1e-2;
+    int ok = fabs(got - want) / scale <= 1e-6;
+    printf("%s %s got %.12g want %.12g\n", ok ? "ok" : "FAIL", what, got, want);
+    fails += !ok;
+}
+"""
+
+
+def run(tmp_path, body, opt):
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + body)
+    exe = Path(tmp_path) / "t"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok ") >= 2, out.stdout
+    return out.stdout
+
+
+def build_error(tmp_path, body, opt):
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + body)
+    r = enzyme_cc([opt, str(src), "-o", str(Path(tmp_path) / "t"), "-lm"], tmp_path)
+    assert r.returncode != 0, "expected a compile error"
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.stderr
+
+
+# ---------------------------------------------------------------------------- atomics
+
+ATOMIC = r"""
+void acc(const double *x, double *a, int n) {
+    for (int i = 0; i < n; i++) {
+        __atomic_fetch_add(&a[0], x[i] * x[i], __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&a[1], sin(x[i]), __ATOMIC_SEQ_CST);
+    }
+}
+/* the value an atomic add returns is used */
+double old_used(const double *x) {
+    double s = 1.0;
+    double o = __atomic_fetch_add(&s, x[0] * x[1], __ATOMIC_RELAXED);
+    return o * x[0] + s * s;   /* o = 1, s = 1 + x0 x1 */
+}
+int main(void) {
+    double x[3] = {0.3, -1.2, 0.7}, dx[3] = {0}, a[2] = {0.5, 2.0}, da[2] = {1.5, -0.25};
+    __enzyme_autodiff((void *)acc, enzyme_dup, x, dx, enzyme_dup, a, da, enzyme_const, 3);
+    for (int i = 0; i < 3; i++)
+        check("rev dx", dx[i], 2 * x[i] * 1.5 + 0.25 * cos(x[i]));
+    check("rev da0 kept", da[0], 1.5);
+    double v[3] = {1.0, 0.5, -2.0}, t[2] = {0, 0}, want0 = 0, want1 = 0;
+    a[0] = 0.5; a[1] = 2.0;
+    __enzyme_fwddiff((void *)acc, enzyme_dup, x, v, enzyme_dup, a, t, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) { want0 += 2 * x[i] * v[i]; want1 -= cos(x[i]) * v[i]; }
+    check("fwd da0", t[0], want0);
+    check("fwd da1", t[1], want1);
+    double g[3] = {0};
+    __enzyme_autodiff((void *)old_used, enzyme_dup, x, g);
+    double s = 1 + x[0] * x[1];
+    check("old rev d0", g[0], 1 + 2 * s * x[1]);
+    check("old rev d1", g[1], 2 * s * x[0]);
+    double v2[3] = {0.5, 2.0, 0};
+    double ft = __enzyme_fwddiff_d((void *)old_used, enzyme_dup, x, v2);
+    check("old fwd", ft, (1 + 2 * s * x[1]) * 0.5 + 2 * s * x[0] * 2.0);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_atomic_add_sub(tmp_path, opt):
+    run(tmp_path, ATOMIC, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_atomic_exchange_of_double_bits_is_an_error(tmp_path, opt):
+    # clang exchanges a double's bits as an i64: no rule, and no silent zero
+    err = build_error(tmp_path, r"""
+#include <stdatomic.h>
+double f(_Atomic double *a, double x) {
+    atomic_exchange_explicit(a, x * x, memory_order_relaxed);
+    return *a;
+}
+int main(void) {
+    _Atomic double a = 1.0, da = 0.0;
+    printf("%g\n", __enzyme_autodiff_d((void *)f, enzyme_dup, &a, &da, 2.0));
+    return 0;
+}""", opt)
+    assert "atomicrmw xchg" in err and "in function 'f'" in err
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_compare_exchange_loop_is_an_error(tmp_path, opt):
+    # C11 `*a *= x` on an _Atomic double is a cmpxchg loop on the bits
+    err = build_error(tmp_path, r"""
+void f(_Atomic double *a, double x) { *a *= x; }
+int main(void) {
+    _Atomic double a = 1.5, da = 1.0;
+    printf("%g\n", __enzyme_autodiff_d((void *)f, enzyme_dup, &a, &da, 2.0));
+    return 0;
+}""", opt)
+    assert "cmpxchg" in err or "atomicrmw" in err
+
+
+# ------------------------------------------------------------- copies in noinline helpers
+
+COPY = r"""
+static __attribute__((noinline)) void cp(double *d, const double *s, int n) {
+    memcpy(d, s, n * sizeof(double));
+}
+static __attribute__((noinline)) void zero(double *d, int n) { memset(d, 0, n * sizeof *d); }
+static __attribute__((noinline)) void shift(double *d, int n) {
+    memmove(d, d + 2, (n - 2) * sizeof(double));   /* overlapping, to the left */
+}
+static __attribute__((noinline)) void shift_right(double *d, int n) {
+    memmove(d + 1, d, (n - 1) * sizeof(double));   /* overlapping, to the right */
+}
+double f(const double *x) {
+    double z[5], w[5];
+    for (int i = 0; i < 5; i++) z[i] = x[i] * x[i];
+    cp(w, z, 5);
+    zero(w + 4, 1);
+    shift(z, 5);             /* z = z2 z3 z4 z3 z4 */
+    shift_right(w, 5);       /* w = w0 w0 w1 w2 w3 */
+    double s = 0;
+    for (int i = 0; i < 5; i++) s += z[i] * (i + 1) + w[i] * w[i];
+    return s;
+}
+int main(void) {
+    double x[5] = {1.0, 2.0, 0.5, 3.0, -1.5}, dx[5] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    for (int k = 0; k < 5; k++) {
+        double h = 1e-6, xp[5], xm[5];
+        memcpy(xp, x, sizeof xp); memcpy(xm, x, sizeof xm);
+        xp[k] += h; xm[k] -= h;
+        check("rev dx fd", dx[k], (f(xp) - f(xm)) / (2 * h));
+        double v[5] = {0};
+        v[k] = 1.0;
+        check("fwd fd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v), (f(xp) - f(xm)) / (2 * h));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_copies_in_noinline_helpers(tmp_path, opt):
+    run(tmp_path, COPY, opt)
+
+
+def test_memmove_left_shift_issue_example(tmp_path):
+    out = run(tmp_path, r"""
+double f(const double *x) {
+    double z[5];
+    for (int i = 0; i < 5; i++) z[i] = x[i] * x[i];
+    memmove(z, z + 2, 24);
+    double s = 0;
+    for (int i = 0; i < 5; i++) s += z[i];
+    return s;
+}
+int main(void) {
+    double x[5] = {1, 2, 0.5, 3, 4}, dx[5] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    double want[5] = {0, 0, 1, 12, 16};   /* z = x2^2 x3^2 x4^2 x3^2 x4^2 */
+    for (int i = 0; i < 5; i++) check("dx", dx[i], want[i]);
+    return fails;
+}""", "-O0")
+    assert out.count("ok dx") == 5
+
+
+UNTYPED = r"""
+void __enzyme_double(void *, unsigned long);
+static __attribute__((noinline)) void cp(void *d, const void *s, long n) { memcpy(d, s, n); }
+void f(void *d, const void *s, long n) {
+    HINT
+    cp(d, s, n);
+}
+int main(void) {
+    double s[3] = {1, 2, 3}, ds[3] = {0}, d[3], dd[3] = {1, 10, 100};
+    __enzyme_autodiff((void *)f, enzyme_dup, d, dd, enzyme_dup, s, ds, enzyme_const, 24L);
+    for (int i = 0; i < 3; i++) check("rev ds", ds[i], (double[]){1, 10, 100}[i]);
+    double t[3] = {0}, v[3] = {0.5, -1, 2};
+    __enzyme_fwddiff((void *)f, enzyme_dup, d, t, enzyme_dup, s, v, enzyme_const, 24L);
+    for (int i = 0; i < 3; i++) check("fwd dd", t[i], v[i]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_untyped_copy_needs_a_hint(tmp_path, opt):
+    err = build_error(tmp_path, UNTYPED.replace("HINT", ""), opt)
+    assert "memcpy" in err and "__enzyme_double" in err
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_untyped_copy_with_a_hint(tmp_path, opt):
+    run(tmp_path, UNTYPED.replace("HINT", "__enzyme_double(d, n);"), opt)
+
+
+# --------------------------------------------------------- libc writes into shadowed memory
+
+LIBC = r"""
+void f(double *x, double *out, FILE *fp) {
+    double buf[3];
+    char txt[32];
+    buf[0] = x[0] * x[0];
+    buf[1] = 3 * x[0];
+    buf[2] = x[0];
+    if (fread(buf, sizeof(double), 1, fp) != 1) abort();   /* overwrites buf[0] */
+    double m = frexp(x[0], (int *)&buf[2]);               /* overwrites (part of) buf[2] */
+    snprintf((char *)&buf[1], 4, "%d", 7);                 /* overwrites 2 bytes of buf[1] */
+    snprintf(txt, sizeof txt, "%g", buf[0]);
+    *out = buf[0] + m + (txt[0] == '5');
+}
+int main(void) {
+    FILE *fp = tmpfile();
+    double five = 5.0;
+    fwrite(&five, 8, 1, fp);
+    double x = 1.7, dx = 0, out = 0, dout = 1;
+    rewind(fp);
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_dup, &out, &dout, enzyme_const, fp);
+    int e; frexp(x, &e);
+    check("rev dx", dx, ldexp(1.0, -e));    /* buf[0], buf[1], buf[2] were overwritten */
+    check("primal", out, 5.0 + frexp(x, &e) + 1);
+    rewind(fp);
+    double t = 0, v = 1.0;
+    out = 0;
+    __enzyme_fwddiff((void *)f, enzyme_dup, &x, &v, enzyme_dup, &out, &t, enzyme_const, fp);
+    check("fwd dout", t, ldexp(1.0, -e));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_libc_writes_zero_the_shadow(tmp_path, opt):
+    run(tmp_path, LIBC, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_scanf_into_active_memory_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, r"""
+double f(double *x, const char *s) {
+    double y[2] = {x[0], x[0] * x[0]};
+    sscanf(s, "%lf", &y[0]);
+    return y[0] + y[1];
+}
+int main(void) {
+    double x = 2, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_const, "3.5");
+    printf("%g\n", dx);
+    return 0;
+}""", opt)
+    assert "sscanf" in err
+
+
+# ----------------------------------------------------------------- realloc in a callee
+
+PUSH = r"""
+typedef struct { double *data; int n, cap; } Vec;
+__attribute__((noinline)) void push(Vec *a, double v) {
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 1;
+        a->data = realloc(a->data, a->cap * sizeof(double));
+    }
+    a->data[a->n++] = v;
+}
+double f(const double *x, int n) {
+    Vec a = {0, 0, 0};
+    for (int i = 0; i < n; i++) push(&a, x[i] * x[i]);
+    double s = 0;
+    for (int i = 0; i < a.n; i++) s += a.data[i] * (i + 1);
+    free(a.data);
+    return s;
+}
+int main(void) {
+    double x[6] = {1, 2, 3, 4, 5, -0.5}, dx[6] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 6);
+    for (int i = 0; i < 6; i++) check("rev dx", dx[i], 2 * x[i] * (i + 1));
+    double v[6] = {1, 1, 1, 1, 1, 1}, want = 0;
+    for (int i = 0; i < 6; i++) want += 2 * x[i] * (i + 1);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 6), want);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_realloc_in_non_inlined_push(tmp_path, opt):
+    run(tmp_path, PUSH, opt)
+
+
+# ------------------------------------------------------------------ unsupported returns
+
+COMPLEX = r"""
+#include <complex.h>
+double complex f(double x) { return x * x + I * 3 * x; }
+double complex __enzyme_fwddiff_c(void *, ...);
+int main(void) {
+#ifdef REVERSE
+    printf("%g\n", __enzyme_autodiff_d((void *)f, 3.0));
+#endif
+    double complex t = __enzyme_fwddiff_c((void *)f, 3.0, 1.0);
+    check("fwd re", creal(t), 6.0);
+    check("fwd im", cimag(t), 3.0);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_complex_return(tmp_path, opt):
+    run(tmp_path, COMPLEX, opt)
+    err = build_error(tmp_path, "#define REVERSE\n" + COMPLEX, opt)
+    assert "'f' returns { double, double }" in err and "in function 'main'" in err
