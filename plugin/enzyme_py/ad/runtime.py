@@ -319,69 +319,9 @@ def runtime_function(module, name, ty=None, owner=None):
         return _cache_pool(module, e, base, name, what)
     if name == "__enzyme_py_cache_free":
         return _cache_pool(module, e, name)
-    if name.startswith("__enzyme_py_memmove_adj"):
-        full = f"__enzyme_py_memmove_adj_{type_suffix(ty)}"
-        fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])
-        if not new:
-            return fn
-        from ..ir.instructions import GEP
-        dd, ds, nb = fn.args
-        entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
-        size = module.datalayout.store_size(ty)
-        e.at_end(entry)
-        n = e.binop("udiv", nb, ConstantInt(i64, size))
-        # source above the destination: the element i's source is the destination of a
-        # later element j = i + (s - d), whose adjoint must be taken first: walk down
-        down = e.icmp("ult", e.cast("ptrtoint", dd, i64), e.cast("ptrtoint", ds, i64))
-        first = e.select(down, e.binop("sub", n, ConstantInt(i64, 1)), ConstantInt(i64, 0))
-        step = e.select(down, ConstantInt(i64, -1), ConstantInt(i64, 1))
-        e.cbr(e.icmp("eq", n, ConstantInt(i64, 0)), exit_, loop)
-        e.at_end(loop)
-        k = e.phi(i64)
-        i = e.phi(i64)
-        pd = e.insert(GEP(ty, dd, [i]))
-        ps = e.insert(GEP(ty, ds, [i]))
-        a = e.load(ty, pd)
-        e.store(ConstantFP(ty, 0.0), pd)
-        b = e.load(ty, ps)
-        e.store(e.binop("fadd", b, a), ps)
-        i1 = e.binop("add", i, step)
-        k1 = e.binop("add", k, ConstantInt(i64, 1))
-        e.cbr(e.icmp("ult", k1, n), loop, exit_)
-        k.add_incoming(ConstantInt(i64, 0), entry)
-        k.add_incoming(k1, loop)
-        i.add_incoming(first, entry)
-        i.add_incoming(i1, loop)
-        e.at_end(exit_)
-        e.ret()
-        return fn
-    if name.startswith("__enzyme_py_memcpy_adj"):
-        full = f"__enzyme_py_memcpy_adj_{type_suffix(ty)}"
-        fn, new = _new(module, full, T.void, [T.ptr, T.ptr, i64])
-        if not new:
-            return fn
-        from ..ir.instructions import GEP
-        dd, ds, nb = fn.args
-        entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
-        size = module.datalayout.store_size(ty)
-        e.at_end(entry)
-        n = e.binop("udiv", nb, ConstantInt(i64, size))
-        e.cbr(e.icmp("eq", n, ConstantInt(i64, 0)), exit_, loop)
-        e.at_end(loop)
-        i = e.phi(i64)
-        pd = e.insert(GEP(ty, dd, [i]))
-        ps = e.insert(GEP(ty, ds, [i]))
-        a = e.load(ty, pd)
-        b = e.load(ty, ps)
-        e.store(e.binop("fadd", b, a), ps)
-        e.store(ConstantFP(ty, 0.0), pd)
-        i1 = e.binop("add", i, ConstantInt(i64, 1))
-        e.cbr(e.icmp("ult", i1, n), loop, exit_)
-        i.add_incoming(ConstantInt(i64, 0), entry)
-        i.add_incoming(i1, loop)
-        e.at_end(exit_)
-        e.ret()
-        return fn
+    for kind in ("memmove", "memcpy"):
+        if name.startswith(f"__enzyme_py_{kind}_adj"):
+            return _copy_adjoint(module, e, kind, ty)
     if what is not None and base == "__enzyme_py_shadow_alloc":
         # zeroed shadow memory after a 16-byte header {i64 capacity, i64 size}: blocks
         # of SHADOW_POOL_MIN bytes or more come from the cache-buffer pool (capacity >
@@ -496,6 +436,51 @@ def runtime_function(module, name, ty=None, owner=None):
         e.ret(e.binop("fadd", rt, s))
         return fn
     raise KeyError(name)
+
+
+def _copy_adjoint(module, e, kind, ty):
+    """``__enzyme_py_<kind>_adj_<ty>(dst, src, nbytes)``: the adjoint of copying
+    ``nbytes`` of ``ty`` elements: each destination adjoint is added to its source's and
+    zeroed.  For ``memmove`` the regions may overlap: when the source lies above the
+    destination, element i's source is the destination of a later element, whose adjoint
+    must be taken first, so the walk goes down; otherwise up (``memcpy`` always up)."""
+    from ..ir.instructions import GEP
+    from .emit import type_suffix
+    i64 = T.i64
+    fn, new = _new(module, f"__enzyme_py_{kind}_adj_{type_suffix(ty)}", T.void,
+                   [T.ptr, T.ptr, i64])
+    if not new:
+        return fn
+    dd, ds, nb = fn.args
+    entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
+    size = module.datalayout.store_size(ty)
+    e.at_end(entry)
+    n = e.binop("udiv", nb, ConstantInt(i64, size))
+    first, step = ConstantInt(i64, 0), ConstantInt(i64, 1)
+    if kind == "memmove":
+        down = e.icmp("ult", e.cast("ptrtoint", dd, i64), e.cast("ptrtoint", ds, i64))
+        first = e.select(down, e.binop("sub", n, ConstantInt(i64, 1)), first)
+        step = e.select(down, ConstantInt(i64, -1), step)
+    e.cbr(e.icmp("eq", n, ConstantInt(i64, 0)), exit_, loop)
+    e.at_end(loop)
+    k = e.phi(i64)
+    i = e.phi(i64)
+    pd = e.insert(GEP(ty, dd, [i]))
+    ps = e.insert(GEP(ty, ds, [i]))
+    a = e.load(ty, pd)
+    e.store(ConstantFP(ty, 0.0), pd)
+    b = e.load(ty, ps)
+    e.store(e.binop("fadd", b, a), ps)
+    i1 = e.binop("add", i, step)
+    k1 = e.binop("add", k, ConstantInt(i64, 1))
+    e.cbr(e.icmp("ult", k1, n), loop, exit_)
+    k.add_incoming(ConstantInt(i64, 0), entry)
+    k.add_incoming(k1, loop)
+    i.add_incoming(first, entry)
+    i.add_incoming(i1, loop)
+    e.at_end(exit_)
+    e.ret()
+    return fn
 
 
 def _cache_pool(module, e, name, full=None, what=None):
