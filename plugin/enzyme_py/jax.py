@@ -100,16 +100,23 @@ def _call_np(spec: _Spec, *ops):
     return [vals[i] for i in spec.results]
 
 
-def _call_impl(*ops, spec):
-    return jax.pure_callback(lambda *a: _call_np(spec, *a), spec.out_avals(), *ops,
-                             vmap_method="sequential")
+def _callback_primitive(name: str, np_fn) -> Primitive:
+    """A primitive whose value is ``np_fn(spec, *operands)`` on host arrays, through
+    ``jax.pure_callback`` (so it works under ``jit``; ``vmap`` loops over the batch);
+    its results have the wrapped function's output shapes."""
+    def impl(*args, spec):
+        return jax.pure_callback(lambda *a: np_fn(spec, *a), spec.out_avals(), *args,
+                                 vmap_method="sequential")
+
+    prim = Primitive(name)
+    prim.multiple_results = True
+    prim.def_impl(impl)
+    prim.def_abstract_eval(lambda *args, spec: spec.out_avals())
+    mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=True))
+    return prim
 
 
-call_p = Primitive("enzyme_py_call")
-call_p.multiple_results = True
-call_p.def_impl(_call_impl)
-call_p.def_abstract_eval(lambda *ops, spec: spec.out_avals())
-mlir.register_lowering(call_p, mlir.lower_fun(_call_impl, multiple_results=True))
+call_p = _callback_primitive("enzyme_py_call", _call_np)
 
 
 # -- forward mode: linear in the tangents --------------------------------------------
@@ -126,16 +133,7 @@ def _jvp_np(spec: _Spec, *args):
     return [t] if len(spec.results) == 1 else list(t)
 
 
-def _jvp_impl(*args, spec):
-    return jax.pure_callback(lambda *a: _jvp_np(spec, *a), spec.out_avals(), *args,
-                             vmap_method="sequential")
-
-
-jvp_p = Primitive("enzyme_py_jvp")
-jvp_p.multiple_results = True
-jvp_p.def_impl(_jvp_impl)
-jvp_p.def_abstract_eval(lambda *args, spec: spec.out_avals())
-mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
+jvp_p = _callback_primitive("enzyme_py_jvp", _jvp_np)
 
 
 def _call_jvp(primals, tangents, *, spec):
