@@ -141,11 +141,9 @@ def test_unreadable_inputs(work, ecc, permissions_apply):
         _one_error(p, "cannot read archive ./libsecret.a: Permission denied")
         p = run([ecc, "@secret.rsp"], d, tmp, preexec=_drop_root_file_access)
         _one_error(p, "cannot read response file 'secret.rsp': Permission denied")
-        for mode in ([], ["-c"]):   # a source: clang's own diagnostic
+        for mode in ([], ["-c"]):   # a source: the same message whichever clang compiles
             p = run([ecc, *mode, "secret.c", "-o", "x"], d, tmp, preexec=_drop_root_file_access)
-            assert p.returncode == 1, p.stderr
-            assert "error reading 'secret.c': Permission denied" in p.stderr, p.stderr
-            assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+            _one_error(p, "cannot read input file secret.c: Permission denied")
         assert not (d / "x").exists()
     finally:
         for name in ("secret.o", "libsecret.a", "secret.rsp", "secret.c"):
@@ -201,13 +199,15 @@ def test_full_disk(work, ecc):
     if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
         pytest.skip("needs Linux mount namespaces (unshare)")
     (d / "big.c").write_text(_big_table_program())
+    # 16 KB of table: an executable no clang (ziglang's links small ones) fits in 8 KB
+    (d / "mid.c").write_text(_big_table_program(2000))
     (d / "small").mkdir()
     probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs "
                             + str(d / "small")], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.strip()}")
     script = (f'mount -t tmpfs -o size=8k tmpfs small && cd small && '
-              f'"{ecc}" ../ok.c -o out; echo "rc=$?"; ls -A; '
+              f'"{ecc}" ../mid.c -o out; echo "rc=$?"; ls -A; '
               f'"{ecc}" -save-temps ../big.c -o big; echo "rc=$?"; ls -A')
     p = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=d, capture_output=True,
                        text=True, timeout=300, env=dict(os.environ, TMPDIR=str(tmp)))

@@ -212,9 +212,9 @@ class Driver:
                 raise UsageError(f"no such file or directory: '{inp.path}'")
             if os.path.isdir(inp.path):
                 raise UsageError(f"'{inp.path}' is a directory, not an input file")
+            head = _read(inp.path, 8)   # an unreadable input is our error, whatever the clang
             if inp.lang is not None:
                 continue
-            head = _read(inp.path, 8)
             if archive.is_archive(head) or bitcode.is_object(head):
                 continue
             base = os.path.basename(inp.path)
