@@ -1,0 +1,332 @@
+"""Automatic differentiation through OpenMP (issue 13): programs written the way people
+write OpenMP -- a heat stencil stepped by ``parallel for``, a matrix-vector product
+with an inner loop per row, ``reduction(+:s)``, static-chunked, dynamic and guided
+schedules with a helper called from the loop body, one region with ``for nowait``,
+``barrier``, ``single``, ``critical`` and ``atomic``, and a ``num_threads(3)``
+clause -- built with ``-fopenmp`` at -O0 and -O2 and run at OMP_NUM_THREADS=1, 2
+and 3.  Reverse-mode gradients and forward-mode directional derivatives are
+checked against central differences inside the program (``FAIL`` lines), and
+must agree across thread counts to rounding.  Constructs without a rule (tasks,
+a firstprivate active double) are compile errors naming the construct and line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import enzyme_cc
+
+OPTS = ["-O0", "-O2"]
+
+PROGRAM = r"""
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const, enzyme_out, enzyme_dupnoneed;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_autodiff_d(void *, ...);
+double __enzyme_fwddiff_d(void *, ...);
+static int fails;
+
+#define N 23
+#define M 7
+
+/* 1-D heat equation, explicit steps; each step a parallel for over the interior */
+double heat(const double *u0, double k, int steps)
+{
+    double a[N], b[N];
+    memcpy(a, u0, sizeof a);
+    for (int t = 0; t < steps; t++) {
+#pragma omp parallel for
+        for (int i = 1; i < N - 1; i++)
+            b[i] = a[i] + k * (a[i - 1] - 2.0 * a[i] + a[i + 1]);
+        b[0] = a[0];
+        b[N - 1] = a[N - 1];
+        memcpy(a, b, sizeof a);
+    }
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < N; i++)
+        s += a[i] * a[i] * (1.0 + 0.1 * i);
+    return s;
+}
+
+/* dense matrix-vector product, rows in parallel, an inner loop per row; then a
+   nonlinear loss with a reduction */
+double matvec(const double *A, const double *x)
+{
+    double y[M];
+#pragma omp parallel for
+    for (int i = 0; i < M; i++) {
+        double acc = 0.0;
+        for (int j = 0; j < N; j++)
+            acc += A[i * N + j] * x[j];
+        y[i] = tanh(acc);
+    }
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < M; i++)
+        s += y[i] * y[i];
+    return s;
+}
+
+__attribute__((noinline)) static double term(const double *x, int i)
+{
+    return sin(x[i]) * x[(i + 3) % N] + sqrt(1.0 + x[i] * x[i]);
+}
+
+/* schedules other than the default; a helper called from the loop body */
+double sched(const double *x)
+{
+    double s = 0.0, t = 0.0, u = 0.0;
+#pragma omp parallel for schedule(static, 3) reduction(+ : s)
+    for (int i = 0; i < N; i++)
+        s += term(x, i);
+#pragma omp parallel for schedule(dynamic, 2) reduction(+ : t)
+    for (int i = 0; i < N; i++)
+        t += x[i] * exp(0.2 * x[(i + 1) % N]);
+#pragma omp parallel for schedule(guided) reduction(+ : u)
+    for (int i = 0; i < N; i++)
+        u += cos(x[i]) * x[(i + 5) % N];
+    return s * t + u;
+}
+
+/* one parallel region: for nowait, barrier, single, critical, atomic, max thread */
+double region(const double *x, double *w)
+{
+    double total = 0.0;
+#pragma omp parallel
+    {
+        double part = 0.0;
+#pragma omp for nowait
+        for (int i = 0; i < N; i++)
+            w[i] = x[i] * x[i];
+#pragma omp barrier
+#pragma omp for
+        for (int i = 0; i < N; i++) {
+            part += w[(i + 1) % N] * x[i];
+#pragma omp atomic
+            w[N] += 0.5 * x[i];
+        }
+#pragma omp single
+        w[N + 1] = w[N] * w[0];
+#pragma omp critical
+        total += part;
+    }
+    return total + w[N + 1];
+}
+
+/* a region that asks for 3 threads whatever OMP_NUM_THREADS says; the element
+   i of the result reads x[i-1], x[i], x[i+1] (neighbouring threads' iterations) */
+double three(const double *x, double *y)
+{
+#pragma omp parallel for num_threads(3)
+    for (int i = 0; i < N; i++) {
+        double l = i > 0 ? x[i - 1] : 0.0, r = i < N - 1 ? x[i + 1] : 0.0;
+        y[i] = l * x[i] + exp(-r * r);
+    }
+    double s = 0.0;
+    for (int i = 0; i < N; i++)
+        s += y[i] * (1.0 + 0.01 * i);
+    return s;
+}
+
+static double fd(double (*f)(const double *), double *x, int i)
+{
+    double save = x[i], h = 1e-6 * (fabs(save) > 1 ? fabs(save) : 1);
+    x[i] = save + h;
+    double fp = f(x);
+    x[i] = save - h;
+    double fm = f(x);
+    x[i] = save;
+    return (fp - fm) / (2 * h);
+}
+
+static double A_[M * N];
+static double f_heat(const double *x) { return heat(x, 0.2, 5); }
+static double f_matvec(const double *x) { return matvec(A_, x); }
+static double f_sched(const double *x) { return sched(x); }
+static double f_three(const double *x) { double y[N]; return three(x, y); }
+static double f_region(const double *x) { double w[N + 2] = {0}; return region(x, w); }
+
+static void check(const char *name, const double *g, double (*f)(const double *), double *x)
+{
+    printf("%s", name);
+    for (int i = 0; i < N; i++)
+        printf(" %.17g", g[i]);
+    printf("\n");
+    for (int i = 0; i < N; i++) {
+        double want = fd(f, x, i), scale = fabs(want) > 1e-2 ? fabs(want) : 1e-2;
+        if (!(fabs(g[i] - want) / scale <= 1e-5)) {
+            printf("FAIL %s[%d] got %.12g want %.12g\n", name, i, g[i], want);
+            fails++;
+        }
+    }
+}
+
+int main(void)
+{
+    double x[N], dx[N], v[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.4 + 0.05 * i - 0.3 * (i % 4 == 1);
+        v[i] = 1.0 - 0.07 * i;
+    }
+    for (int i = 0; i < M * N; i++)
+        A_[i] = 0.05 * ((i * 7) % 11) - 0.2;
+    printf("threads %d\n", omp_get_max_threads());
+
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)heat, enzyme_dup, x, dx, enzyme_const, 0.2, enzyme_const, 5);
+    check("heat", dx, f_heat, x);
+
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)matvec, enzyme_const, A_, enzyme_dup, x, dx);
+    check("matvec", dx, f_matvec, x);
+
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)sched, enzyme_dup, x, dx);
+    check("sched", dx, f_sched, x);
+
+    {
+        double w[N + 2] = {0}, dw[N + 2] = {0};
+        memset(dx, 0, sizeof dx);
+        __enzyme_autodiff((void *)region, enzyme_dup, x, dx, enzyme_dup, w, dw);
+        check("region", dx, f_region, x);
+    }
+
+    {
+        double y[N], dy[N] = {0};
+        memset(dx, 0, sizeof dx);
+        __enzyme_autodiff((void *)three, enzyme_dup, x, dx, enzyme_dupnoneed, y, dy);
+        check("three", dx, f_three, x);
+    }
+
+    /* forward mode: directional derivatives against the reverse gradients */
+    {
+        double (*fs[])(const double *) = {f_heat, f_matvec, f_sched, f_region};
+        const char *names[] = {"fwd_heat", "fwd_matvec", "fwd_sched", "fwd_region"};
+        double fw[4];
+        fw[0] = __enzyme_fwddiff_d((void *)heat, enzyme_dup, x, v, enzyme_const, 0.2,
+                                   enzyme_const, 5);
+        fw[1] = __enzyme_fwddiff_d((void *)matvec, enzyme_const, A_, enzyme_dup, x, v);
+        fw[2] = __enzyme_fwddiff_d((void *)sched, enzyme_dup, x, v);
+        {
+            double w[N + 2] = {0}, dw[N + 2] = {0};
+            fw[3] = __enzyme_fwddiff_d((void *)region, enzyme_dup, x, v, enzyme_dup, w, dw);
+        }
+        for (int k = 0; k < 4; k++) {
+            double xp[N], xm[N], eps = 1e-6;
+            for (int i = 0; i < N; i++) {
+                xp[i] = x[i] + eps * v[i];
+                xm[i] = x[i] - eps * v[i];
+            }
+            double want = (fs[k](xp) - fs[k](xm)) / (2 * eps);
+            double scale = fabs(want) > 1e-2 ? fabs(want) : 1e-2;
+            printf("%s %.17g\n", names[k], fw[k]);
+            if (!(fabs(fw[k] - want) / scale <= 1e-5)) {
+                printf("FAIL %s got %.12g want %.12g\n", names[k], fw[k], want);
+                fails++;
+            }
+        }
+    }
+    return fails ? 1 : 0;
+}
+"""
+
+TASKS = r"""
+#include <math.h>
+int enzyme_dup, enzyme_const, enzyme_out;
+double __enzyme_autodiff(void *, ...);
+double tasks(const double *x, int n)
+{
+    double s = 0.0;
+#pragma omp parallel
+#pragma omp single
+    for (int i = 0; i < n; i++) {
+#pragma omp task shared(s)
+        {
+#pragma omp atomic
+            s += sin(x[i]);
+        }
+    }
+    return s;
+}
+double g(const double *x, double *dx) { return __enzyme_autodiff((void *)tasks, enzyme_dup, x, dx, enzyme_const, 4); }
+int main(void){return 0;}
+"""
+
+FIRSTPRIVATE = r"""
+int enzyme_dup, enzyme_const, enzyme_out;
+double __enzyme_autodiff(void *, ...);
+void fp(double *y, double c, int n)
+{
+#pragma omp parallel for firstprivate(c)
+    for (int i = 0; i < n; i++)
+        y[i] = c * i;
+}
+double g(double *y, double *dy, double c) { return __enzyme_autodiff((void *)fp, enzyme_dup, y, dy, enzyme_out, c, enzyme_const, 4); }
+int main(void){return 0;}
+"""
+
+
+def _build(tmp_path, source, opt, name="t"):
+    src = Path(tmp_path) / f"{name}.c"
+    src.write_text(source)
+    r = enzyme_cc([opt, "-g", "-fopenmp", str(src), "-o", str(Path(tmp_path) / name), "-lm"],
+                  tmp_path)
+    if r.returncode and "no OpenMP runtime found" in r.stderr:
+        if os.environ.get("CI"):
+            pytest.fail(r.stderr)
+        pytest.skip(r.stderr.strip())
+    return r
+
+
+def _values(stdout):
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] not in ("threads", "FAIL"):
+            out[parts[0]] = [float(x) for x in parts[1:]]
+    return out
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_gradients_through_parallel_regions(tmp_path, opt):
+    r = _build(tmp_path, PROGRAM, opt)
+    assert r.returncode == 0, r.stderr
+    runs = {}
+    for threads in (1, 2, 3):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_DYNAMIC="false")
+        out = subprocess.run([str(Path(tmp_path) / "t")], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert f"threads {threads}" in out.stdout
+        assert "FAIL" not in out.stdout and out.returncode == 0, (threads, out.stdout,
+                                                                  out.stderr)
+        runs[threads] = _values(out.stdout)
+    names = {"heat", "matvec", "sched", "region", "three", "fwd_heat", "fwd_matvec",
+             "fwd_sched", "fwd_region"}
+    assert set(runs[1]) == names
+    for threads in (2, 3):
+        for name in names:
+            for a, b in zip(runs[1][name], runs[threads][name], strict=True):
+                assert abs(a - b) <= 1e-12 * max(abs(a), 1e-2), (name, threads, a, b)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_tasks_are_an_error_naming_the_construct(tmp_path, opt):
+    r = _build(tmp_path, TASKS, opt)
+    assert r.returncode == 1
+    assert "OpenMP tasks" in r.stderr and "cannot be differentiated" in r.stderr
+    assert "t.c:11" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_firstprivate_active_double_is_an_error(tmp_path, opt):
+    r = _build(tmp_path, FIRSTPRIVATE, opt)
+    assert r.returncode == 1
+    assert "passed into the parallel region by value (firstprivate)" in r.stderr
+    assert "t.c:6" in r.stderr and "make the variable shared" in r.stderr
