@@ -3,7 +3,8 @@ write OpenMP -- a heat stencil stepped by ``parallel for``, a matrix-vector prod
 with an inner loop per row, ``reduction(+:s)``, static-chunked, dynamic and guided
 schedules with a helper called from the loop body, one region with ``for nowait``,
 ``barrier``, ``single``, ``critical`` and ``atomic``, and a ``num_threads(3)``
-clause -- built with ``-fopenmp`` at -O0 and -O2 and run at OMP_NUM_THREADS=1, 2
+clause, a region nested in a parallel loop, an ``if()`` clause and memcpy of shared
+windows -- built with ``-fopenmp`` at -O0 and -O2 and run at OMP_NUM_THREADS=1, 2
 and 3.  Reverse-mode gradients and forward-mode directional derivatives are
 checked against central differences inside the program (``FAIL`` lines), and
 must agree across thread counts to rounding.  Constructs without a rule (tasks,
@@ -237,6 +238,112 @@ int main(void)
 }
 """
 
+NESTED = r"""
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const, enzyme_out;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff_d(void *, ...);
+#define N 20
+static int fails;
+
+/* a parallel region inside a function called from a parallel loop (nested: the
+   inner team has one thread unless nesting is enabled) */
+double inner(const double *x, int i)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int j = 0; j < N; j++)
+        s += sin(x[j] * (i + 1));
+    return s;
+}
+
+/* if() clause: below the threshold the region runs serialized */
+double outer(const double *x, int n)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s) if (n > 5)
+    for (int i = 0; i < n; i++)
+        s += x[i] * inner(x, i);
+    return s;
+}
+
+/* memcpy of overlapping windows of shared data into a private buffer */
+__attribute__((noinline)) static void grab(double *dst, const double *src, int k)
+{
+    memcpy(dst, src, k * sizeof(double));
+}
+double windows(const double *x, int n)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < n - 3; i++) {
+        double w[4];
+        grab(w, x + i, 4);
+        s += w[0] * w[1] + sin(w[2]) * w[3];
+    }
+    return s;
+}
+
+static double v[N];
+
+/* dx: the reverse-mode gradient, fw: the forward-mode derivative along v */
+static void check(const char *name, double (*f)(const double *, int), int n, double *x,
+                  const double *dx, double fw)
+{
+    double xp[N], xm[N], eps = 1e-6, dir = 0.0;
+    printf("%s%d", name, n);
+    for (int i = 0; i < N; i++) {
+        double s = x[i], h = 1e-6;
+        x[i] = s + h;
+        double fp = f(x, n);
+        x[i] = s - h;
+        double fm = f(x, n);
+        x[i] = s;
+        double want = (fp - fm) / (2 * h);
+        printf(" %.17g", dx[i]);
+        if (!(fabs(dx[i] - want) <= 1e-5 * fmax(fabs(want), 1e-2))) {
+            printf("\nFAIL %s dx[%d] got %.12g want %.12g\n", name, i, dx[i], want);
+            fails++;
+        }
+        xp[i] = x[i] + eps * v[i];
+        xm[i] = x[i] - eps * v[i];
+        dir += dx[i] * v[i];
+    }
+    printf("\n");
+    double want = (f(xp, n) - f(xm, n)) / (2 * eps);
+    printf("fwd_%s%d %.17g\n", name, n, fw);
+    if (!(fabs(fw - want) <= 1e-5 * fmax(fabs(want), 1e-2)) ||
+        !(fabs(fw - dir) <= 1e-10 * fmax(fabs(dir), 1e-2))) {
+        printf("FAIL fwd %s got %.12g want %.12g (J^T v %.12g)\n", name, fw, want, dir);
+        fails++;
+    }
+}
+
+int main(void)
+{
+    double x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = 0.1 * i - 0.5;
+    printf("threads %d\n", omp_get_max_threads());
+    for (int i = 0; i < N; i++)
+        v[i] = 1.0 - 0.05 * i;
+    for (int n = 4; n <= N; n += N - 4) {
+        double dx[N] = {0};
+        __enzyme_autodiff((void *)outer, enzyme_dup, x, dx, enzyme_const, n);
+        check("outer", outer, n, x, dx, __enzyme_fwddiff_d((void *)outer, enzyme_dup, x, v,
+                                                         enzyme_const, n));
+    }
+    double dx[N] = {0};
+    __enzyme_autodiff((void *)windows, enzyme_dup, x, dx, enzyme_const, N);
+    check("windows", windows, N, x, dx, __enzyme_fwddiff_d((void *)windows, enzyme_dup, x, v,
+                                                         enzyme_const, N));
+    return fails ? 1 : 0;
+}
+"""
+
 TASKS = r"""
 #include <math.h>
 int enzyme_dup, enzyme_const, enzyme_out;
@@ -294,9 +401,9 @@ def _values(stdout):
     return out
 
 
-@pytest.mark.parametrize("opt", OPTS)
-def test_gradients_through_parallel_regions(tmp_path, opt):
-    r = _build(tmp_path, PROGRAM, opt)
+def _run_threads(tmp_path, source, opt):
+    """Build ``source``, run it at 1, 2 and 3 threads: {threads: {name: values}}."""
+    r = _build(tmp_path, source, opt)
     assert r.returncode == 0, r.stderr
     runs = {}
     for threads in (1, 2, 3):
@@ -307,13 +414,32 @@ def test_gradients_through_parallel_regions(tmp_path, opt):
         assert "FAIL" not in out.stdout and out.returncode == 0, (threads, out.stdout,
                                                                   out.stderr)
         runs[threads] = _values(out.stdout)
-    names = {"heat", "matvec", "sched", "region", "three", "fwd_heat", "fwd_matvec",
-             "fwd_sched", "fwd_region"}
+    return runs
+
+
+def _same_across_threads(runs, names):
     assert set(runs[1]) == names
     for threads in (2, 3):
         for name in names:
             for a, b in zip(runs[1][name], runs[threads][name], strict=True):
                 assert abs(a - b) <= 1e-12 * max(abs(a), 1e-2), (name, threads, a, b)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_gradients_through_parallel_regions(tmp_path, opt):
+    runs = _run_threads(tmp_path, PROGRAM, opt)
+    _same_across_threads(runs, {"heat", "matvec", "sched", "region", "three", "fwd_heat",
+                                "fwd_matvec", "fwd_sched", "fwd_region"})
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_nested_regions_if_clause_and_copies_of_shared_data(tmp_path, opt):
+    """A region in a function called from a parallel loop, an ``if()`` clause that
+    serializes the region for small n, and memcpy of overlapping windows of shared
+    data (the copy's adjoint adds into shared memory: atomically)."""
+    runs = _run_threads(tmp_path, NESTED, opt)
+    _same_across_threads(runs, {"outer4", "outer20", "windows20", "fwd_outer4",
+                                "fwd_outer20", "fwd_windows20"})
 
 
 @pytest.mark.parametrize("opt", OPTS)

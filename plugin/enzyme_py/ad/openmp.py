@@ -41,6 +41,7 @@ value (``firstprivate``).
 from __future__ import annotations
 
 from ..analysis.activity import floatish, underlying_object
+from ..analysis.effects import mem_intrinsic
 from ..ir import types as T
 from ..ir.instructions import Alloca, AtomicRMW, Call, Cast, GEP, Load, Store, Unreachable
 from ..ir.module import Function
@@ -285,8 +286,11 @@ def aug_call(gen, inst, A) -> bool:
 
 
 def rev_call(gen, inst, b) -> bool:
-    """The reverse of an OpenMP runtime call, emitted at ``gen.e``'s position."""
+    """The reverse of an OpenMP runtime call, emitted at ``gen.e``'s position (and of a
+    memcpy/memmove in code running on several threads)."""
     name = inst.callee_name or ""
+    if gen.parallel and mem_intrinsic(name) in ("memcpy", "memmove"):
+        return _rev_parallel_copy(gen, inst, b, mem_intrinsic(name))
     if not handles(name):
         return False
     e = gen.e
@@ -322,6 +326,62 @@ def rev_call(gen, inst, b) -> bool:
     e.call_fn(fork, [loc, ConstantInt(T.i32, len(extra)), rev_w] + extra)
     e.call_fn(e.declare("free", T.void, [T.ptr]), [team])
     return True
+
+
+def _rev_parallel_copy(gen, inst, b, mem):
+    """The reverse of a copy of floating-point data out of memory other threads may
+    add adjoints to: ``ds[i] += dd[i]`` atomically, ``dd[i] = 0``.  False: the
+    generic reverse is right (nothing to add, or the source is this thread's own)."""
+    args = inst.args
+    kind = getattr(gen, "mem_kind", {}).get(inst)
+    act = gen.act
+    if args[0] not in act.shadowed or kind not in ("double", "float") \
+            or args[1] not in act.shadowed or is_private(args[1]):
+        return False
+    if mem == "memmove":
+        raise ADError("memmove of floating-point data out of shared memory inside a "
+                      "parallel region is not supported", location=gen.ctx.err_loc(inst),
+                      hint="copy into a private buffer with memcpy, or element by element")
+    e = gen.e
+    ty = T.double if kind == "double" else T.float
+    n = gen.primal(args[2], b)
+    if n.type != T.i64:
+        n = e.cast("zext", n, T.i64)
+    e.call_fn(_atomic_copy_adjoint(gen.ctx.module, ty),
+              [gen.shadow(args[0], b), gen.shadow(args[1], b), n])
+    return True
+
+
+def _atomic_copy_adjoint(m, ty):
+    """``__enzyme_py_memcpy_adj_atomic_<T>(dd, ds, nbytes)``: ``ds[i] += dd[i]``
+    (atomic), ``dd[i] = 0``."""
+    from .emit import Emitter, type_suffix
+    from .runtime import _new
+    from ..ir.values import ConstantFP
+    fn, new = _new(m, f"__enzyme_py_memcpy_adj_atomic_{type_suffix(ty)}", T.void,
+                   [T.ptr, T.ptr, T.i64])
+    if not new:
+        return fn
+    e = Emitter(m)
+    dd, ds, nb = fn.args
+    entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
+    size = m.datalayout.store_size(ty)
+    e.at_end(entry)
+    n = e.binop("udiv", nb, ConstantInt(T.i64, size))
+    e.cbr(e.icmp("eq", n, ConstantInt(T.i64, 0)), exit_, loop)
+    e.at_end(loop)
+    i = e.phi(T.i64)
+    pd = e.insert(GEP(ty, dd, [i]))
+    ps = e.insert(GEP(ty, ds, [i]))
+    e.insert(AtomicRMW("fadd", ps, e.load(ty, pd), "monotonic", align=size))
+    e.store(ConstantFP(ty, 0.0), pd)
+    i1 = e.binop("add", i, ConstantInt(T.i64, 1))
+    e.cbr(e.icmp("ult", i1, n), loop, exit_)
+    i.add_incoming(ConstantInt(T.i64, 0), entry)
+    i.add_incoming(i1, loop)
+    e.at_end(exit_)
+    e.ret()
+    return fn
 
 
 def _wrappers(gen, g, kinds):
