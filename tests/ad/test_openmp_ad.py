@@ -344,6 +344,54 @@ int main(void)
 }
 """
 
+SPLIT = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_out, enzyme_width, enzyme_dupv;
+void *__enzyme_augmentfwd(void *, ...);
+void __enzyme_reverse(void *, ...);
+typedef struct { double d[2]; } v2;
+v2 __enzyme_fwddiff_v(void *, ...);
+#define N 16
+double f(const double *x)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < N; i++)
+        s += sin(x[i]) * x[(i + 1) % N];
+    return s;
+}
+int main(void)
+{
+    double x[N], dx[N] = {0}, v[2 * N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.1 * i;
+        v[i] = 1.0;
+        v[N + i] = (i == 3);
+    }
+    void *tape = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx);
+    __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, tape);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        double want = cos(x[i]) * x[(i + 1) % N] + sin(x[(i + N - 1) % N]);
+        if (fabs(dx[i] - want) > 1e-12) {
+            bad++;
+            printf("FAIL split mode dx[%d] %g, want %g\n", i, dx[i], want);
+        }
+    }
+    v2 d = __enzyme_fwddiff_v((void *)f, enzyme_width, 2, enzyme_dupv, sizeof(double) * N, x, v);
+    double s0 = 0;
+    for (int i = 0; i < N; i++)
+        s0 += dx[i];
+    if (fabs(d.d[0] - s0) > 1e-12 * fabs(s0) || fabs(d.d[1] - dx[3]) > 1e-12) {
+        printf("FAIL width 2: %g %g, want %g %g\n", d.d[0], d.d[1], s0, dx[3]);
+        bad++;
+    }
+    printf("%s\n", bad ? "FAIL" : "all ok");
+    return bad;
+}
+"""
+
 TASKS = r"""
 #include <math.h>
 int enzyme_dup, enzyme_const, enzyme_out;
@@ -440,6 +488,19 @@ def test_nested_regions_if_clause_and_copies_of_shared_data(tmp_path, opt):
     runs = _run_threads(tmp_path, NESTED, opt)
     _same_across_threads(runs, {"outer4", "outer20", "windows20", "fwd_outer4",
                                 "fwd_outer20", "fwd_windows20"})
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_split_mode_and_vector_forward_mode(tmp_path, opt):
+    """__enzyme_augmentfwd / __enzyme_reverse (the team of tapes lives in the split
+    tape) and __enzyme_fwddiff with enzyme_width 2 through a parallel reduction,
+    against the analytic gradient."""
+    r = _build(tmp_path, SPLIT, opt)
+    assert r.returncode == 0, r.stderr
+    for threads in ("1", "3"):
+        out = subprocess.run([str(Path(tmp_path) / "t")], capture_output=True, text=True,
+                             env=dict(os.environ, OMP_NUM_THREADS=threads), timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "all ok", out.stdout
 
 
 @pytest.mark.parametrize("opt", OPTS)
