@@ -344,6 +344,99 @@ int main(void)
 }
 """
 
+ORDERED = r"""
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_out;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff_d(void *, ...);
+#define N 16
+static int fails;
+
+/* max and product reductions: the combining steps' adjoints depend on their order */
+double maxprod(const double *x)
+{
+    double m = -1e300, p = 1.0;
+#pragma omp parallel for reduction(max : m) reduction(* : p)
+    for (int i = 0; i < N; i++) {
+        m = fmax(m, sin(x[i]) * 3.0);
+        p *= 1.0 + 0.1 * x[i];
+    }
+    return m + p;
+}
+
+/* a product folded in a critical section, and a lock */
+double crit(const double *x)
+{
+    double y = 1.0, z = 2.0;
+    omp_lock_t lock;
+    omp_init_lock(&lock);
+#pragma omp parallel
+    {
+        double part = 1.0;
+#pragma omp for
+        for (int i = 0; i < N; i++)
+            part *= 1.0 + 0.05 * x[i] * x[i];
+#pragma omp critical
+        y *= part;
+        omp_set_lock(&lock);
+        z *= sqrt(part);
+        omp_unset_lock(&lock);
+    }
+    omp_destroy_lock(&lock);
+    return y + z;
+}
+
+static void check(const char *name, double (*f)(const double *), double *x, const double *dx,
+                  double fw)
+{
+    double dir = 0.0, xp[N], xm[N];
+    printf("%s", name);
+    for (int i = 0; i < N; i++) {
+        double s = x[i], h = 1e-6;
+        x[i] = s + h;
+        double fp = f(x);
+        x[i] = s - h;
+        double fm = f(x);
+        x[i] = s;
+        double want = (fp - fm) / (2 * h);
+        printf(" %.17g", dx[i]);
+        if (!(fabs(want - dx[i]) <= 1e-5 * fmax(fabs(want), 1e-2))) {
+            printf("\nFAIL %s dx[%d] got %.12g want %.12g\n", name, i, dx[i], want);
+            fails++;
+        }
+        dir += dx[i];
+        xp[i] = x[i] + 1e-6;
+        xm[i] = x[i] - 1e-6;
+    }
+    printf("\nfwd_%s %.17g\n", name, fw);
+    double want = (f(xp) - f(xm)) / 2e-6;
+    if (!(fabs(fw - want) <= 1e-5 * fmax(fabs(want), 1e-2)) ||
+        !(fabs(fw - dir) <= 1e-10 * fmax(fabs(dir), 1e-2))) {
+        printf("FAIL fwd %s got %.12g want %.12g (sum of gradient %.12g)\n", name, fw, want,
+               dir);
+        fails++;
+    }
+}
+
+int main(void)
+{
+    double x[N], v[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.1 * i - 0.3;
+        v[i] = 1.0;
+    }
+    printf("threads %d\n", omp_get_max_threads());
+    double dx[N] = {0}, dy[N] = {0};
+    __enzyme_autodiff((void *)maxprod, enzyme_dup, x, dx);
+    check("maxprod", maxprod, x, dx, __enzyme_fwddiff_d((void *)maxprod, enzyme_dup, x, v));
+    __enzyme_autodiff((void *)crit, enzyme_dup, x, dy);
+    check("crit", crit, x, dy, __enzyme_fwddiff_d((void *)crit, enzyme_dup, x, v));
+    return fails ? 1 : 0;
+}
+"""
+
 SPLIT = r"""
 #include <math.h>
 #include <stdio.h>
@@ -488,6 +581,15 @@ def test_nested_regions_if_clause_and_copies_of_shared_data(tmp_path, opt):
     runs = _run_threads(tmp_path, NESTED, opt)
     _same_across_threads(runs, {"outer4", "outer20", "windows20", "fwd_outer4",
                                 "fwd_outer20", "fwd_windows20"})
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_max_and_product_reductions_critical_sections_and_locks(tmp_path, opt):
+    """Combining steps whose adjoints depend on their order (``s = s * p``, max) under
+    the reduction's lock, a critical section and an omp_lock_t local to the function:
+    the reverse sweep runs them in the reverse of the forward order."""
+    runs = _run_threads(tmp_path, ORDERED, opt)
+    _same_across_threads(runs, {"maxprod", "crit", "fwd_maxprod", "fwd_crit"})
 
 
 @pytest.mark.parametrize("opt", OPTS)

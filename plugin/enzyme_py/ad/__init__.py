@@ -140,7 +140,7 @@ def _round(module, options, log) -> None:
     from .forward import ForwardContext
     from .registry import Registry
     from .reverse import Context, _prepared
-    from .openmp import outlined_of
+    from .openmp import outlined_of, prepare as openmp_prepare
     from .runtime import OUT_OF_MEMORY, POOLED, runtime_base, unpool
     from .split import lower_split
 
@@ -198,6 +198,7 @@ def _round(module, options, log) -> None:
         cf = module.get_function(cname)
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
+        openmp_prepare(cf)
     ctx = Context(module, rename, log)
     ctx.hooks = CallHooks(registry)
     fctx = ForwardContext(ctx, registry)

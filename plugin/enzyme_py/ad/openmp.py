@@ -20,14 +20,21 @@ guided schedules replay exactly).  Generated code running on several threads (th
 outlined function and everything it calls) adds adjoints into memory it does not
 own (anything but its own allocas) with ``atomicrmw fadd``, so threads whose
 iterations read the same element (a stencil) do not lose updates.  Barriers
-reverse to barriers, ``critical`` to ``end_critical`` and back, locks likewise.
+reverse to barriers.  Lock sections (``critical``, ``omp_set_lock``..``unset``, the
+reductions below) draw a ticket from the team in the forward sweep, and the reverse
+sweep reverses them one at a time in the reverse order of their tickets: the adjoint
+of ``s = s * p`` or of a max depends on that order, and the order alone excludes the
+other threads (no lock is taken; a user's lock may be destroyed by then).  Outside a
+differentiated team (one thread), a named critical section's lock is simply taken
+again in the reverse sweep.
 
 Reductions (``reduction(+:s)``): ``__kmpc_reduce[_nowait]`` may combine the threads'
 private copies in a tree through the reduction callback (invisible to the AD), so
 the differentiated code replaces it with a critical section in which every
 thread runs the combining code clang emitted for the "critical" method
-(``s = s + s_private``; the runtime's return value 1); its reverse runs under the
-same lock, and each private copy's adjoint becomes the adjoint of ``s``.
+(``s = s + s_private``, or a max, a product...; the runtime's return value 1, so the
+atomic variant, a compare-and-exchange loop for max and product, is dead code the AD
+does not see), reversed in order as above.
 
 Forward mode forks the tangent function of ``outlined`` with the shadows appended
 the same way; reductions become critical sections as above.
@@ -86,6 +93,11 @@ _KEEP = {
 }
 _SPECIAL = {FORK: "fork", "__kmpc_reduce": "reduce", "__kmpc_reduce_nowait": "reduce",
             "__kmpc_end_reduce": "end_reduce", "__kmpc_end_reduce_nowait": "end_reduce_nowait"}
+# lock sections: released / taken by these (the reverse sweep reverses them in the
+# reverse of the order the threads ran them in the forward sweep)
+_RELEASES = {"__kmpc_end_critical", "omp_unset_lock", "omp_unset_nest_lock"}
+_ACQUIRES = {"__kmpc_critical", "__kmpc_critical_with_hint", "omp_set_lock",
+             "omp_set_nest_lock"}
 # constructs that are refused, by name prefix: (construct, hint)
 _REFUSED = (
     (("__kmpc_omp_task", "__kmpc_taskloop", "__kmpc_taskgroup", "__kmpc_end_taskgroup",
@@ -143,6 +155,37 @@ def accumulate(e, p, d, align=None):
                                align=e.module.datalayout.size_in_bytes(el)))
         return
     e.insert(AtomicRMW("fadd", p, d, "monotonic", align=align))
+
+
+def prepare(fn) -> None:
+    """In a private copy of a function to differentiate: a ``switch`` on the result of
+    ``__kmpc_reduce[_nowait]`` goes to its case 1 (the combining code under the lock,
+    which the differentiated code always runs: see ``aug_call``); the atomic case
+    (a compare-and-exchange loop for max/min/product) becomes unreachable and is
+    neither differentiated nor checked."""
+    from ..ir.instructions import Br, Phi, Switch
+    for inst in list(fn.instructions()):
+        if not isinstance(inst, Call) or _SPECIAL.get(inst.callee_name or "") != "reduce":
+            continue
+        for u in list(inst.uses):
+            sw = u.user
+            if not isinstance(sw, Switch) or u.index != 0:
+                continue
+            target = next((blk for v, blk in sw.cases
+                           if isinstance(v, ConstantInt) and v.value == 1), sw.default)
+            blk = sw.parent
+            gone = {x for x in [sw.default] + [b for _, b in sw.cases] if x is not target}
+            for x in gone:
+                for phi in [i for i in x.instructions if isinstance(i, Phi)]:
+                    phi.remove_incoming(blk)
+            # several edges from blk into target (two cases): the phis keep one
+            for phi in [i for i in target.instructions if isinstance(i, Phi)]:
+                while sum(1 for _, b in phi.incoming if b is blk) > 1:
+                    v = phi.incoming_for(blk)
+                    phi.remove_incoming(blk)
+                    phi.add_incoming(v, blk)
+            sw.erase()
+            blk.append(Br(target))
 
 
 def _construct_error(gen, inst, name):
@@ -250,9 +293,14 @@ def aug_call(gen, inst, A) -> bool:
     if not handles(name):
         return False
     e = gen.e
+    kind = _SPECIAL.get(name)
+    if gen.parallel and (name in _RELEASES or kind in ("end_reduce", "end_reduce_nowait")):
+        # the section's place in the team's order, for the reverse sweep
+        e.at_before(A)
+        tickets = gen.__dict__.setdefault("omp_tickets", {})
+        tickets[inst] = e.call_fn(_ticket_fn(gen, "ticket"), [gen.tape_aug])
     if name in _KEEP:
         return True
-    kind = _SPECIAL.get(name)
     if kind is None:
         _construct_error(gen, inst, name)
     if kind != "fork":
@@ -296,21 +344,31 @@ def rev_call(gen, inst, b) -> bool:
     e = gen.e
     args = inst.args
     partner = _KEEP.get(name)
+    kind = _SPECIAL.get(name)
+    # Lock sections in code running on a team are reversed one at a time, in the
+    # reverse of the order the forward sweep ran them (tickets): that order excludes
+    # the other threads without the lock (a user's lock may be gone by now).  Run by
+    # one thread (no team), a section keeps its lock: a named critical section's, or a
+    # lock that outlives the call (not one of the function's own locals).
+    if name in _RELEASES or kind in ("end_reduce", "end_reduce_nowait"):
+        if kind == "end_reduce":
+            _call_partner(e, "__kmpc_barrier", [gen.primal(args[0], b)])
+        if gen.parallel:
+            _wait_turn(gen, inst, b)
+        elif not (name.startswith("omp_") and is_private(args[0])):
+            _call_partner(e, partner or "__kmpc_critical", _partner_args(gen, args, b))
+        return True
+    if name in _ACQUIRES or kind == "reduce":
+        if gen.parallel:
+            e.call_fn(_ticket_fn(gen, "pass"), [gen.tape_rev])
+        elif not (name.startswith("omp_") and is_private(args[0])):
+            _call_partner(e, partner or "__kmpc_end_critical", _partner_args(gen, args, b))
+        return True
     if name in _KEEP:
         if partner is not None:
-            _call_partner(e, partner, [gen.primal(args[0], b)] + [
-                gen.primal(a, b) if k == 2 else None for k, a in enumerate(args[1:], 1)])
+            _call_partner(e, partner, _partner_args(gen, args, b))
         return True
-    kind = _SPECIAL[name]
     loc = gen.primal(args[0], b)
-    if kind == "reduce":
-        _call_partner(e, "__kmpc_end_critical", [loc, None, gen.primal(args[-1], b)])
-        return True
-    if kind in ("end_reduce", "end_reduce_nowait"):
-        if kind == "end_reduce":
-            _call_partner(e, "__kmpc_barrier", [loc])
-        _call_partner(e, "__kmpc_critical", [loc, None, gen.primal(args[-1], b)])
-        return True
     team_aug, g, kinds = gen.omp_teams[inst]
     _, rev_w = _wrappers(gen, g, kinds)
     team = gen._cached(("omp.team", inst), team_aug, T.ptr, inst.parent, b)
@@ -384,6 +442,23 @@ def _atomic_copy_adjoint(m, ty):
     return fn
 
 
+def _partner_args(gen, args, b):
+    """The reverse sweep's arguments for a partner call: loc (or the lock), and the
+    lock of a critical section (argument 2; a reduction's is its last)."""
+    out = [gen.primal(args[0], b), None]
+    if len(args) > 2 and args[0].type.is_pointer:
+        out.append(gen.primal(args[2] if len(args) < 5 else args[-1], b))
+    return out
+
+
+def _wait_turn(gen, inst, b):
+    """Reverse sweep, before re-taking a lock released at ``inst``: wait until the
+    sections that followed this one in the forward sweep have been reversed (the
+    adjoint of ``s = s * p`` under a lock depends on the order)."""
+    tk = gen._cached(("omp.ticket", inst), gen.omp_tickets[inst], T.i64, inst.parent, b)
+    gen.e.call_fn(_ticket_fn(gen, "turn"), [gen.tape_rev, tk])
+
+
 def _wrappers(gen, g, kinds):
     """The microtasks forked in the two sweeps: ``(gtid, btid, shared..., shadows...,
     team)``, calling ``g.aug`` / ``g.rev`` with this thread's tape."""
@@ -423,11 +498,12 @@ def _wrappers(gen, g, kinds):
 
 
 _TAPE_BYTES = 24   # runtime.TAPE_TYPE
+_HEADER = 32       # {i64 threads, i64 capacity, i64 ticket, i64 unused}
 
 
 def _team_new(gen):
     """``ptr __enzyme_py_omp_team_new(i32 cap)``: zeroed ``{i64 threads, i64 cap,
-    tape[cap]}``."""
+    i64 ticket, i64 unused, tape[cap]}``."""
     from .emit import Emitter
     from .runtime import _check, _new
     m = gen.ctx.module
@@ -439,7 +515,7 @@ def _team_new(gen):
     cap = e.cast("sext", fn.args[0], T.i64)
     cap = e.select(e.icmp("slt", cap, ConstantInt(T.i64, 1)), ConstantInt(T.i64, 1), cap)
     n = e.binop("add", e.binop("mul", cap, ConstantInt(T.i64, _TAPE_BYTES)),
-                ConstantInt(T.i64, 16))
+                ConstantInt(T.i64, _HEADER))
     p = e.call_fn(e.declare("calloc", T.ptr, [T.i64, T.i64]), [n, ConstantInt(T.i64, 1)])
     _check(m, e, fn, p, n, "allocating the tapes of a parallel region")
     e.store(cap, e.gep_bytes(p, 8), 8)
@@ -476,7 +552,7 @@ def _team_tape(gen):
     e.cbr(e.icmp("ne", rec_n, nth), bad_n, ok)
     e.at_end(ok)
     off = e.binop("add", e.binop("mul", tid64, ConstantInt(T.i64, _TAPE_BYTES)),
-                  ConstantInt(T.i64, 16))
+                  ConstantInt(T.i64, _HEADER))
     e.ret(e.gep_bytes(team, off))
     for blk, msg in ((bad_cap, "enzyme: a parallel region being differentiated ran with "
                       "more threads than omp_get_max_threads() (or its num_threads "
@@ -486,6 +562,50 @@ def _team_tape(gen):
                       "limit?); the derivative needs the same team\n")):
         e.at_end(blk)
         _fail(m, e, msg)
+    return fn
+
+
+def _ticket_fn(gen, which):
+    """The runtime of ordered lock sections, on the team a thread's tape belongs to
+    (``tape - header - 24 * omp_get_thread_num()``):
+    ``i64 __enzyme_py_omp_ticket(tape)`` (forward, inside the section: the section's
+    place in the team's order), ``void __enzyme_py_omp_turn(tape, i64 ticket)``
+    (reverse, before taking the lock: wait, yielding, until every section that came
+    later in the forward sweep has been reversed) and ``void __enzyme_py_omp_pass(tape)``
+    (reverse, after releasing it: the next earlier section may go)."""
+    from ..ir.instructions import Load as _Load
+    from .emit import Emitter
+    from .runtime import _new
+    m = gen.ctx.module
+    params = [T.ptr, T.i64] if which == "turn" else [T.ptr]
+    fn, new = _new(m, f"__enzyme_py_omp_{which}", T.i64 if which == "ticket" else T.void,
+                   params)
+    if not new:
+        return fn
+    e = Emitter(m)
+    entry = fn.append_basic_block("entry")
+    e.at_end(entry)
+    tid = e.cast("sext", e.call_fn(e.declare("omp_get_thread_num", T.i32, []), []), T.i64)
+    off = e.binop("add", e.binop("mul", tid, ConstantInt(T.i64, _TAPE_BYTES)),
+                  ConstantInt(T.i64, _HEADER - 16))
+    counter = e.insert(GEP(T.i8, fn.args[0], [e.binop("sub", ConstantInt(T.i64, 0), off)]))
+    if which == "ticket":
+        e.ret(e.insert(AtomicRMW("add", counter, ConstantInt(T.i64, 1), "seq_cst", align=8)))
+    elif which == "pass":
+        e.insert(AtomicRMW("sub", counter, ConstantInt(T.i64, 1), "seq_cst", align=8))
+        e.ret()
+    else:
+        loop, wait, done = (fn.append_basic_block(x) for x in ("loop", "wait", "done"))
+        want = e.binop("add", fn.args[1], ConstantInt(T.i64, 1))
+        e.br(loop)
+        e.at_end(loop)
+        v = e.insert(_Load(T.i64, counter, align=8, ordering="seq_cst"))
+        e.cbr(e.icmp("eq", v, want), done, wait)
+        e.at_end(wait)
+        e.call_fn(e.declare("sched_yield", T.i32, []), [])
+        e.br(loop)
+        e.at_end(done)
+        e.ret()
     return fn
 
 
