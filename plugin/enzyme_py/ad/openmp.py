@@ -150,7 +150,7 @@ def accumulate(e, p, d, align=None):
         el = ty.element
         for k in range(ty.count):
             x = e.extractelement(d, ConstantInt(T.i32, k))
-            q = e.insert(GEP(ty, p, [ConstantInt(T.i64, 0), ConstantInt(T.i32, k)]))
+            q = e.insert(GEP(el, p, [ConstantInt(T.i64, k)]))
             e.insert(AtomicRMW("fadd", q, x, "monotonic",
                                align=e.module.datalayout.size_in_bytes(el)))
         return
