@@ -388,6 +388,16 @@ double crit(const double *x)
     return y + z;
 }
 
+/* an array section reduction (a histogram), then a nonlinear use of the bins */
+double histo(const double *x)
+{
+    double h[4] = {0, 0, 0, 0};
+#pragma omp parallel for reduction(+ : h[:4])
+    for (int i = 0; i < N; i++)
+        h[i % 4] += x[i] * x[i];
+    return h[0] * h[1] + h[2] * h[3] + h[1] * h[1];
+}
+
 static void check(const char *name, double (*f)(const double *), double *x, const double *dx,
                   double fw)
 {
@@ -433,6 +443,9 @@ int main(void)
     check("maxprod", maxprod, x, dx, __enzyme_fwddiff_d((void *)maxprod, enzyme_dup, x, v));
     __enzyme_autodiff((void *)crit, enzyme_dup, x, dy);
     check("crit", crit, x, dy, __enzyme_fwddiff_d((void *)crit, enzyme_dup, x, v));
+    double dh[N] = {0};
+    __enzyme_autodiff((void *)histo, enzyme_dup, x, dh);
+    check("histo", histo, x, dh, __enzyme_fwddiff_d((void *)histo, enzyme_dup, x, v));
     return fails ? 1 : 0;
 }
 """
@@ -587,9 +600,11 @@ def test_nested_regions_if_clause_and_copies_of_shared_data(tmp_path, opt):
 def test_max_and_product_reductions_critical_sections_and_locks(tmp_path, opt):
     """Combining steps whose adjoints depend on their order (``s = s * p``, max) under
     the reduction's lock, a critical section and an omp_lock_t local to the function:
-    the reverse sweep runs them in the reverse of the forward order."""
+    the reverse sweep runs them in the reverse of the forward order.  And an array
+    section reduction."""
     runs = _run_threads(tmp_path, ORDERED, opt)
-    _same_across_threads(runs, {"maxprod", "crit", "fwd_maxprod", "fwd_crit"})
+    _same_across_threads(runs, {"maxprod", "crit", "histo", "fwd_maxprod", "fwd_crit",
+                                "fwd_histo"})
 
 
 @pytest.mark.parametrize("opt", OPTS)
