@@ -498,6 +498,83 @@ int main(void)
 }
 """
 
+HIGHER = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_dupnoneed;
+double __enzyme_fwddiff(void *, ...);
+void __enzyme_autodiff(void *, ...);
+#define N 12
+double f(const double *x)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < N; i++)
+        s += sin(x[i]) * x[(i + 1) % N];
+    return s;
+}
+double df(const double *x, const double *v) { return __enzyme_fwddiff((void *)f, enzyme_dup, x, v); }
+int main(void)
+{
+    double x[N], v[N], w[N], dx[N] = {0};
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.1 * i;
+        v[i] = (i == 2);
+        w[i] = (i == 2);
+    }
+    double h = __enzyme_fwddiff((void *)df, enzyme_dup, x, w, enzyme_const, v);
+    __enzyme_autodiff((void *)df, enzyme_dup, x, dx, enzyme_const, v);
+    /* d2f/dx2^2 = -sin(x2) x3 ; grad of df along e2: row 2 of H */
+    /* df = d f / d x2 = cos(x2) x3 + sin(x1) */
+    double want[N] = {0};
+    want[1] = cos(x[1]);
+    want[2] = -sin(x[2]) * x[3];
+    want[3] = cos(x[2]);
+    int bad = fabs(h - want[2]) > 1e-12;
+    for (int i = 0; i < N; i++)
+        bad += fabs(dx[i] - want[i]) > 1e-12;
+    printf("%s\n", bad ? "FAIL" : "all ok");
+    return bad;
+}
+"""
+
+HVP = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_dupnoneed;
+void __enzyme_autodiff(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+#define N 12
+double f(const double *x)
+{
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < N; i++)
+        s += sin(x[i]) * x[(i + 1) % N];
+    return s;
+}
+void grad(const double *x, double *g)
+{
+    for (int i = 0; i < N; i++) g[i] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, g);
+}
+int main(void)
+{
+    double x[N], v[N], g[N], hv[N];
+    for (int i = 0; i < N; i++) { x[i] = 0.1 * i; v[i] = (i == 2); hv[i] = 0; }
+    __enzyme_fwddiff((void *)grad, enzyme_dup, x, v, enzyme_dupnoneed, g, hv);
+    /* H e2: d/dx2 of g_j. g_j = cos(x_j) x_{j+1} + sin(x_{j-1}) */
+    for (int j = 0; j < N; j++) {
+        double want = 0;
+        if (j == 2) want += -sin(x[2]) * x[3];
+        if (j + 1 == 2 || (j == N - 1 && 2 == 0)) want += cos(x[j]);
+        if ((j + N - 1) % N == 2) want += cos(x[2]);
+        printf("hv[%d] %g want %g\n", j, hv[j], want);
+    }
+    return 0;
+}
+"""
+
 TASKS = r"""
 #include <math.h>
 int enzyme_dup, enzyme_const, enzyme_out;
@@ -618,6 +695,22 @@ def test_split_mode_and_vector_forward_mode(tmp_path, opt):
         out = subprocess.run([str(Path(tmp_path) / "t")], capture_output=True, text=True,
                              env=dict(os.environ, OMP_NUM_THREADS=threads), timeout=60)
         assert out.returncode == 0 and out.stdout.strip() == "all ok", out.stdout
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_forward_over_forward_and_reverse_over_forward(tmp_path, opt):
+    r = _build(tmp_path, HIGHER, opt)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(Path(tmp_path) / "t")], capture_output=True, text=True,
+                         env=dict(os.environ, OMP_NUM_THREADS="3"), timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "all ok", out.stdout
+
+
+def test_higher_order_through_reverse_mode_code_of_a_region_is_an_error(tmp_path):
+    r = _build(tmp_path, HVP, "-O2")
+    assert r.returncode == 1
+    assert "higher-order derivative through reverse-mode derivative code of an OpenMP " \
+           "parallel region is not supported" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("opt", OPTS)

@@ -40,9 +40,10 @@ Forward mode forks the tangent function of ``outlined`` with the shadows appende
 the same way; reductions become critical sections as above.
 
 Not handled (a compile error naming the construct): tasks, ``ordered``,
-``copyprivate``, ``teams``, ``threadprivate``, the runtime's atomic helpers, and a
+``copyprivate``, ``teams``, ``threadprivate``, the runtime's atomic helpers, a
 floating-point value that carries a derivative passed into a parallel region by
-value (``firstprivate``).
+value (``firstprivate``), and reverse-mode derivative code of a region differentiated
+again (its team of tapes has no shadow).
 """
 
 from __future__ import annotations
@@ -306,10 +307,7 @@ def aug_call(gen, inst, A) -> bool:
     if kind != "fork":
         gen.vmap[inst] = _reduce_as_critical(e, A, kind)
         return True
-    outlined = outlined_of(inst)
-    if outlined is None or outlined.is_declaration:
-        raise NoDerivativeError("__kmpc_fork_call of a function whose body is not visible",
-                                location=gen.ctx.err_loc(inst))
+    outlined = _check_outlined(gen, inst)
     kinds = _fork_kinds(gen, inst)
     g = gen.ctx.get(outlined, kinds, False, parallel=True)
     aug_w, _ = _wrappers(gen, g, kinds)
@@ -459,6 +457,26 @@ def _wait_turn(gen, inst, b):
     gen.e.call_fn(_ticket_fn(gen, "turn"), [gen.tape_rev, tk])
 
 
+_REGION = "__enzyme_py_omp_region."   # the microtasks of the two sweeps
+
+
+def _check_outlined(gen, inst):
+    """The outlined function of a fork, which must have a body and must not be one of
+    the reverse mode's own microtasks (derivative code of a region, differentiated
+    again: the team's tapes have no shadows)."""
+    outlined = outlined_of(inst)
+    if outlined is None or outlined.is_declaration:
+        raise NoDerivativeError("__kmpc_fork_call of a function whose body is not visible",
+                                location=gen.ctx.err_loc(inst))
+    if outlined.name.startswith(_REGION):
+        raise NoDerivativeError(
+            "a higher-order derivative through reverse-mode derivative code of an OpenMP "
+            "parallel region is not supported", location=gen.ctx.err_loc(inst),
+            hint="differentiate the parallel code once per derivative, or use forward "
+                 "mode inside (forward over forward goes through parallel regions)")
+    return outlined
+
+
 def _wrappers(gen, g, kinds):
     """The microtasks forked in the two sweeps: ``(gtid, btid, shared..., shadows...,
     team)``, calling ``g.aug`` / ``g.rev`` with this thread's tape."""
@@ -473,7 +491,7 @@ def _wrappers(gen, g, kinds):
     params = list(types) + [T.ptr for k in kinds[2:] if k == "dup"] + [T.ptr]
     out = []
     for which, target in (("aug", g.aug), ("rev", g.rev)):
-        w = m.add_function(f"{target.name}.omp", T.FunctionType(T.void, params),
+        w = m.add_function(f"{_REGION}{target.name}", T.FunctionType(T.void, params),
                            linkage="internal", fn_attrs=gen.ctx.attrs_for(P))
         e = Emitter(m)
         e.at_end(w.append_basic_block("entry"))
@@ -633,10 +651,7 @@ def fwd_call(fg, inst, A) -> bool:
     if kind != "fork":
         fg.vmap[inst] = _reduce_as_critical(e, A, kind)
         return True
-    outlined = outlined_of(inst)
-    if outlined is None or outlined.is_declaration:
-        raise NoDerivativeError("__kmpc_fork_call of a function whose body is not visible",
-                                location=fg.ctx.err_loc(inst))
+    outlined = _check_outlined(fg, inst)
     kinds = _fork_kinds(fg, inst)
     g = fg.ctx.get(outlined, kinds, fg.W)
     extra = []
