@@ -1,5 +1,5 @@
 """Issue 13 item 4: OpenMP kernels differentiated by EnzymePy, timed at 1 and 2 (or
-more) threads.  Each kernel (``benchmarks/openmp/*.c``: a 2-D heat stencil stepped by
+more) threads.  Each kernel (``benchmarks/openmp_kernels/*.c``: a 2-D heat stencil stepped by
 ``#pragma omp parallel for``, a diagonal GMM log-likelihood with a ``parallel for
 reduction``) is built once with ``enzyme-cc -O2 -fopenmp`` and run at each thread
 count; it prints the median primal and gradient times of interleaved batches.  The
@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent / "openmp"
+HERE = Path(__file__).resolve().parent / "openmp_kernels"
 KERNELS = {"heat2d_omp": (256, 50), "gmm_omp": (8, 10, 20000)}
 
 
