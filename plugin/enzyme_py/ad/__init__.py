@@ -30,11 +30,15 @@ OPTIONS = {
 
 
 def _callees(fn, registry):
+    from .openmp import outlined_of
     for inst in fn.instructions():
         if isinstance(inst, Call):
             c = inst.called_function
             if c is not None and not c.is_declaration and not registry.special(c.name):
                 yield c
+            o = outlined_of(inst)   # the body of an OpenMP parallel region
+            if o is not None and not o.is_declaration:
+                yield o
 
 
 def _strip_fn_attrs(module, fn, cache):
@@ -136,6 +140,7 @@ def _round(module, options, log) -> None:
     from .forward import ForwardContext
     from .registry import Registry
     from .reverse import Context, _prepared
+    from .openmp import outlined_of, prepare as openmp_prepare
     from .runtime import OUT_OF_MEMORY, POOLED, runtime_base, unpool
     from .split import lower_split
 
@@ -174,6 +179,9 @@ def _round(module, options, log) -> None:
                 t = inst.called_function
                 if t in clones:
                     inst.callee = clones[t]
+                o = outlined_of(inst)
+                if o in clones:
+                    inst.set_arg(2, clones[o])
         unpool(c)
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
@@ -190,6 +198,7 @@ def _round(module, options, log) -> None:
         cf = module.get_function(cname)
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
+        openmp_prepare(cf)
     ctx = Context(module, rename, log)
     ctx.hooks = CallHooks(registry)
     fctx = ForwardContext(ctx, registry)

@@ -27,6 +27,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
+from . import openmp
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -357,7 +358,7 @@ class ForwardGen:
         args = inst.args
         eff = call_effect(name)
         ekind = eff.kind if eff is not None else None
-        if ekind in ("nomem", "typehint"):
+        if ekind in ("nomem", "typehint") or openmp.fwd_call(self, inst, A):
             return
         nxt = self._next(A)
         e.at_before(nxt)

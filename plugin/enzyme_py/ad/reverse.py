@@ -36,6 +36,7 @@ from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .kinds import check as check_kind
+from . import openmp
 from .libc import copy_adjoint, memset0, shadowed_writes, written
 from .rules import ATOMICS, BINARY, UNARY, libm_rule, reduction_rule
 from .runtime import runtime_function
@@ -102,14 +103,16 @@ class Context:
         self._attr_groups[key] = f"#{n}"
         return f"#{n}"
 
-    def get(self, fn, kinds, ret_active, stable_args=False):
+    def get(self, fn, kinds, ret_active, stable_args=False, parallel=False):
         """``stable_args``: the caller keeps the memory behind the arguments unchanged
         until the reverse function has run (an ``__enzyme_autodiff`` call site), so
-        loads from it may be recomputed in the reverse sweep."""
-        key = (fn, tuple(kinds), ret_active, stable_args)
+        loads from it may be recomputed in the reverse sweep.  ``parallel``: the code
+        runs on several threads at once (an OpenMP region, see ``openmp.py``)."""
+        key = (fn, tuple(kinds), ret_active, stable_args, parallel)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
+            g.parallel = parallel
             self.queue.append(g)
         return g
 
@@ -215,6 +218,7 @@ class ReverseGen:
     def __init__(self, ctx: Context, primal, kinds, ret_active, stable_args=False):
         self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
         self.stable_args = stable_args
+        self.parallel = False
         m = ctx.module
         aug_params, rev_params = [], []
         for a, k in zip(primal.args, kinds):
@@ -513,6 +517,8 @@ class ReverseGen:
     def _aug_call(self, inst, A):
         act = self.act
         name = inst.callee_name or ""
+        if openmp.aug_call(self, inst, A):
+            return
         eff = call_effect(name)
         ekind = eff.kind if eff is not None else None
         if ekind in ("nomem", "free", "typehint"):
@@ -565,7 +571,7 @@ class ReverseGen:
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
-            g = self.ctx.get(callee, kinds, ret_active)
+            g = self.ctx.get(callee, kinds, ret_active, parallel=self.parallel)
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):
@@ -935,6 +941,9 @@ class ReverseGen:
             if active:
                 d = self._take(inst)
                 sp = self.shadow(inst.operand(0), b)
+                if self.parallel and not openmp.is_private(inst.operand(0)):
+                    openmp.accumulate(e, sp, d, inst.align)   # other threads add there too
+                    return
                 t = e.load(inst.type, sp, inst.align)
                 e.store(e.add(t, d), sp, inst.align)
             return
@@ -1057,7 +1066,7 @@ class ReverseGen:
         name = inst.callee_name or ""
         args = inst.args
         ekind = _effect_kind(name)
-        if ekind == "nomem":
+        if ekind == "nomem" or openmp.rev_call(self, inst, b):
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
             return

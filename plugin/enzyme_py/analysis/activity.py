@@ -34,7 +34,7 @@ ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
 # calls whose results never carry derivatives (see effects.py)
 _NO_DERIVATIVE_RESULT = ("inactive", "writes", "alloc", "free", "memcpy", "memmove", "memset",
-                         "nomem", "typehint")
+                         "nomem", "typehint", "omp")
 
 
 def _contains(ty, leaf) -> bool:
@@ -255,6 +255,49 @@ class _Slot:
         self.floats = False       # whether it may hold floating-point values
 
 
+def _read_by_parallel_region(call, index):
+    """When ``call`` is an OpenMP fork (``__kmpc_fork_call(loc, n, outlined,
+    shared...)``) passing, at operand ``index``, a shared variable that the outlined
+    function only loads from (the region reads the variable: the local stays
+    followable): the types loaded (possibly none), else None."""
+    if (call.callee_name or "") != "__kmpc_fork_call" or index < 3 \
+            or index >= call.num_args:
+        return None
+    from ..ir.module import Function
+    outlined = call.args[2]
+    if not isinstance(outlined, Function) or outlined.is_declaration \
+            or index - 1 >= len(outlined.args):
+        return None
+    return _only_loaded(outlined.args[index - 1], 4)
+
+
+def _only_loaded(param, depth):
+    """The types loaded from ``param`` when its function only loads from it (or passes
+    it to a defined function that does: clang's ``-g`` outlined wrapper), else None."""
+    from ..ir.module import Function
+    fn = param.parent
+    if isinstance(fn, Function):
+        fn.materialize()   # a lazily parsed body has no uses yet
+    types = []
+    for u in param.uses:
+        user = u.user
+        if getattr(user, "is_debug_use", False):
+            continue
+        if isinstance(user, Load) and u.index == 0:
+            types.append(user.type)
+            continue
+        callee = user.called_function if isinstance(user, Call) else None
+        if not isinstance(callee, Function) or callee.is_declaration or depth == 0 \
+                or u.index >= user.num_args or user.function_type.varargs \
+                or u.index >= len(callee.args):
+            return None
+        got = _only_loaded(callee.args[u.index], depth - 1)
+        if got is None:
+            return None
+        types.extend(got)
+    return types
+
+
 def _local_slots(fn) -> dict:
     """Allocas whose address never escapes -- every use, through GEPs and casts, is a
     load from it or a store to it (or a lifetime/debug marker) -- and what they hold.
@@ -276,6 +319,8 @@ def _local_slots(fn) -> dict:
                 seen.add(v)
                 for u in v.uses:
                     user = u.user
+                    if getattr(user, "is_debug_use", False):
+                        continue   # #dbg_value / #dbg_declare: no effect on the program
                     if isinstance(user, GEP) and u.index == 0:
                         work.append(user)
                     elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
@@ -298,6 +343,13 @@ def _local_slots(fn) -> dict:
                     elif isinstance(user, Call) and (user.callee_name or "").startswith(
                             ("llvm.lifetime.", "llvm.dbg.")):
                         pass
+                    elif isinstance(user, Call) \
+                            and _read_by_parallel_region(user, u.index) is not None:
+                        for t in _read_by_parallel_region(user, u.index):
+                            loads_ptr |= t.is_pointer
+                            st.floats |= floatish(t)
+                            if not t.is_pointer and has_pointer(t):
+                                ok = False
                     else:
                         ok = False
                         break

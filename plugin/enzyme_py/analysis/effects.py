@@ -24,6 +24,12 @@ one is an error where it touches active data).  The kinds:
 ``memcpy`` / ``memmove`` / ``memset``: the memory intrinsics and their libc names.
 ``nomem``     intrinsic without any effect on values or memory (``llvm.lifetime.*``,
               ``llvm.dbg.*``, ``llvm.assume``...): dropped from the reverse sweep.
+``omp``       OpenMP runtime entry point (``__kmpc_*``, the lock API): integer results,
+              no derivative of their own; ``ad/openmp.py`` says what the generators
+              emit for each (a fork forks the derivative of the outlined function;
+              critical sections, barriers and locks are mirrored in the reverse
+              sweep; tasks and the like are errors there).  Overwrite analysis
+              treats them as writing any memory (other threads run meanwhile).
 ``typehint``  ``__enzyme_double(p, bytes)`` and friends: tell type analysis what the
               memory behind ``p`` holds; no effect at run time (the calls are removed).
 
@@ -188,6 +194,27 @@ for _n in FREE_NAMES:
 for _n in ("memcpy", "memmove", "memset"):
     _TABLE[_n] = CallEffect(_n, "memory intrinsic")
 
+# OpenMP runtime: the names ad/openmp.py has rules (or a refusal) for; any other
+# __kmpc_* name gets the same kind (call_effect below) so that it is an error there
+_OMP_EFFECT = CallEffect("omp", "OpenMP runtime entry point (rules in ad/openmp.py)")
+for _n in ("__kmpc_fork_call", "__kmpc_for_static_init_4", "__kmpc_for_static_init_4u",
+           "__kmpc_for_static_init_8", "__kmpc_for_static_init_8u", "__kmpc_for_static_fini",
+           "__kmpc_barrier", "__kmpc_critical", "__kmpc_critical_with_hint",
+           "__kmpc_end_critical", "__kmpc_reduce", "__kmpc_reduce_nowait",
+           "__kmpc_end_reduce", "__kmpc_end_reduce_nowait", "__kmpc_single",
+           "__kmpc_end_single", "__kmpc_master", "__kmpc_end_master", "__kmpc_masked",
+           "__kmpc_end_masked", "__kmpc_global_thread_num", "__kmpc_push_num_threads",
+           "__kmpc_flush", "omp_set_lock", "omp_unset_lock", "omp_set_nest_lock",
+           "omp_unset_nest_lock"):
+    _TABLE[_n] = _OMP_EFFECT
+_TABLE.update(_inactive("OpenMP query or setting: no derivative, no program memory written",
+                        "omp_get_num_procs", "omp_set_num_threads", "omp_get_level",
+                        "omp_get_dynamic", "omp_set_dynamic", "omp_get_wtick",
+                        "omp_get_thread_limit", "omp_get_active_level",
+                        "omp_get_ancestor_thread_num", "omp_get_team_size",
+                        "omp_init_lock", "omp_destroy_lock", "omp_init_nest_lock",
+                        "omp_destroy_nest_lock"))
+
 TYPE_HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
               "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
 for _n in TYPE_HINTS:
@@ -216,6 +243,8 @@ def call_effect(name: str):
     got = _TABLE.get(name)
     if got is not None:
         return got
+    if name.startswith("__kmpc_"):
+        return _OMP_EFFECT
     if name.startswith("llvm."):
         mem = mem_intrinsic(name)
         if mem is not None:

@@ -140,6 +140,8 @@ def call_writes(call, module=None, pure=None):
         return [args[k] for k, _ in eff.writes if k < len(args) and args[k].type.is_pointer]
     if kind in ("nomem", "typehint", "inactive", "math"):
         return None
+    if kind == "omp":
+        return "all"   # other threads of the team run meanwhile
     if kind in ("memcpy", "memmove", "memset", "free"):
         return [args[0]]
     if kind == "alloc":

@@ -39,7 +39,10 @@ both on the include path).
 Accepts the usual compiler flags (-c -o -O0..-O3 -Os -g -I -D -U -include
 -std= -W* -f* -m* -MD -MMD -MF -MT -x -L -l -Wl, -shared -pthread @file).
 -fopenmp links clang's own libomp when installed, else the intel-openmp
-wheel (pip install intel-openmp); -v names the runtime in use.
+wheel (pip install intel-openmp); -v names the runtime in use.  Derivatives
+go through parallel regions, worksharing loops, reductions, critical, atomic,
+barrier, single/master and locks (reverse and forward mode); tasks, ordered,
+copyprivate and teams are compile errors.
 
 EnzymePy options:
   -v                   print each stage's command and timing
