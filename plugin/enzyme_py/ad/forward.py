@@ -27,6 +27,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
+from . import mpi
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -361,6 +362,9 @@ class ForwardGen:
             return
         nxt = self._next(A)
         e.at_before(nxt)
+        if ekind == "mpi":
+            mpi.fwd_call(self, inst, A)
+            return
         if ekind == "alloc":
             if eff.out is not None:
                 out = args[eff.out]
