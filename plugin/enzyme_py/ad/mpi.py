@@ -223,7 +223,7 @@ class _Call:
 def _global(module, name):
     g = module.get_global(name)
     if g is None:
-        g = module.add_global(name, T.i8)
+        g = module.add_global(name, T.i8, linkage="external", unique=False)
     return g
 
 
