@@ -200,3 +200,22 @@ def test_mpicc_with_ompi_cc(tmp_path, mpi):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     _ok(_mpirun(tmp_path / "s", 2, tmp_path), 2)
+
+
+def test_mpi_stencil_benchmark_runs(tmp_path, mpi):
+    """benchmarks/mpi_stencil.py at a tiny size: builds, runs at 1 and 2 ranks and finds
+    the same gradient on both."""
+    shim = tmp_path / "enzyme-cc"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(PLUGIN)} exec "
+                    f"{shlex.quote(sys.executable)} -c 'import sys; from enzyme_py.driver.main "
+                    "import main; sys.exit(main(sys.argv[1:], cxx=False))' \"$@\"\n")
+    shim.chmod(0o755)
+    root = str(HERE.parents[1])
+    env = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-m", "benchmarks.mpi_stencil", "--points", "64",
+                        "--steps", "5", "--reps", "1"], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2-rank gradient vs 1-rank" in r.stdout and "(ok)" in r.stdout, r.stdout
+    assert "ranks 2 M 64 steps 5" in r.stdout, r.stdout

@@ -28,9 +28,11 @@ one is an error where it touches active data).  The kinds:
               memory behind ``p`` holds; no effect at run time (the calls are removed).
 ``mpi``       an MPI function (``MPI_*`` and ``PMPI_*``, every name: unknown ones too);
               ``MPI_SIGNATURES`` says which arguments are buffers, counts, datatypes...
-              and ``ad/mpi.py`` has the derivatives.  Overwrite analysis treats them as
-              writing any memory (``MPI_Wait`` completes a receive).  ``MPI_Comm_rank``/
-              ``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick`` ``inactive``.
+              and ``ad/mpi.py`` has the derivatives.  Overwrite analysis reads what
+              each writes from ``mpi_writes`` (a receive's buffer...; any memory for
+              the calls without a rule and ``MPI_Wait``, which completes a receive).
+              ``MPI_Comm_rank``/``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick``
+              ``inactive``.
 
 Sizes (``writes`` and ``alloc``) are tuples: ``("arg", i)`` the value of argument i;
 ``("mul", i, j)`` the product of two arguments; ``("const", n)`` n bytes when the
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 
 __all__ = ["CallEffect", "call_effect", "libm_base", "PURE_MATH", "TYPE_HINTS",
            "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names", "MPI_SIGNATURES",
-           "mpi_base"]
+           "mpi_base", "mpi_writes"]
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,24 @@ def mpi_base(name: str):
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix):], prefix
     return None, None
+
+
+# the buffers each kind of MPI call writes (overwrite analysis); other kinds: any memory
+_MPI_WRITES = {"send": (), "barrier": (), "recv": ("buf", "status"),
+               "sendrecv": ("rbuf", "status"), "bcast": ("buf",), "reduce": ("rbuf",),
+               "allreduce": ("rbuf",), "gather": ("rbuf",), "scatter": ("rbuf",),
+               "allgather": ("rbuf",)}
+
+
+def mpi_writes(name: str, args):
+    """The pointer arguments whose memory an MPI call may write, or 'all'."""
+    base, _ = mpi_base(name)
+    kind, pos = MPI_SIGNATURES.get(base, ("unsupported", {}))
+    keys = _MPI_WRITES.get(kind)
+    if keys is None:
+        return "all"
+    return [args[pos[k]] for k in keys if k in pos and pos[k] < len(args)
+            and args[pos[k]].type.is_pointer]
 
 
 _MPI = CallEffect("mpi", "MPI function (ad/mpi.py)")
