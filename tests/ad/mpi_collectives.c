@@ -118,6 +118,33 @@ double f_ring(const double *x, int n)
     return r;
 }
 
+/* nonblocking: a halo exchange with Isend/Irecv and Waitall, then an Isend/Irecv
+ * pair of a computed vector to the left neighbour completed by two MPI_Wait */
+double f_nonblocking(const double *x, int n)
+{
+    int me, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    int left = (me + np - 1) % np, right = (me + 1) % np;
+    double hl = 0, hr = 0, y[N], z[N], r = 0.0;
+    MPI_Request rq[4];
+    MPI_Irecv(&hl, 1, MPI_DOUBLE, left, 5, MPI_COMM_WORLD, &rq[0]);
+    MPI_Irecv(&hr, 1, MPI_DOUBLE, right, 6, MPI_COMM_WORLD, &rq[1]);
+    MPI_Isend((void *)&x[n - 1], 1, MPI_DOUBLE, right, 5, MPI_COMM_WORLD, &rq[2]);
+    MPI_Isend((void *)&x[0], 1, MPI_DOUBLE, left, 6, MPI_COMM_WORLD, &rq[3]);
+    MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * (hl + 2.0 * hr) + sin(x[i]);
+    MPI_Request a, b;
+    MPI_Isend(y, n, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, &a);
+    MPI_Irecv(z, n, MPI_DOUBLE, right, 7, MPI_COMM_WORLD, &b);
+    MPI_Wait(&b, MPI_STATUS_IGNORE);
+    MPI_Wait(&a, MPI_STATUS_IGNORE);
+    for (int i = 0; i < n; i++)
+        r += z[i] * z[i] * (1.0 + 0.1 * i) + hl * x[i];
+    return r;
+}
+
 typedef double (*fn_t)(const double *, int);
 typedef void (*grad_t)(double *, double *);
 typedef double (*tan_t)(double *, double *);
@@ -137,6 +164,7 @@ DIFF(f_minmax)
 DIFF(f_prod)
 DIFF(f_gather)
 DIFF(f_ring)
+DIFF(f_nonblocking)
 
 static double total(fn_t f, const double *x)
 {
@@ -213,6 +241,7 @@ int main(int argc, char **argv)
     run("prod", f_prod, grad_f_prod, tan_f_prod);
     run("gather", f_gather, grad_f_gather, tan_f_gather);
     run("ring", f_ring, grad_f_ring, tan_f_ring);
+    run("nonblocking", f_nonblocking, grad_f_nonblocking, tan_f_nonblocking);
     int all = 0;
     MPI_Allreduce(&n_fail, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)

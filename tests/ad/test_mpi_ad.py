@@ -62,13 +62,13 @@ def _ok(run, np):
 def test_collectives_and_point_to_point(tmp_path, mpi, opt):
     """Allreduce SUM (separate and in place), MIN, MAX, PROD, Reduce to a root,
     Bcast, Gather, Scatter, Allgather, Sendrecv, Recv from MPI_ANY_SOURCE with a
-    status, Barrier: reverse gradients and forward tangents vs central differences,
+    status, Barrier, Isend/Irecv completed by Waitall and by Wait: reverse gradients and forward tangents vs central differences,
     forward vs reverse, at 1, 2 and 3 ranks."""
     exe = _build(tmp_path, mpi, (HERE / "mpi_collectives.c").read_text(), opt)
     for np in (1, 2, 3):
         out = _ok(_mpirun(exe, np, tmp_path), np)
         names = {line.split()[1] for line in out.splitlines() if line.startswith("grad ")}
-        assert names == {"allreduce", "minmax", "prod", "gather", "ring"}
+        assert names == {"allreduce", "minmax", "prod", "gather", "ring", "nonblocking"}
 
 
 @pytest.mark.parametrize("opt", OPTS)
@@ -134,14 +134,21 @@ def test_pmpi_names_and_handles_in_variables(tmp_path, mpi, opt):
 
 
 ERRORS = {
-    "isend": ("""
+    "test": ("""
 double f(double *x) {
-    MPI_Request rq; double y = x[0] * 2, z = 0;
-    MPI_Isend(&y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &rq);
-    MPI_Recv(&z, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    MPI_Request rq; double y = x[0] * 2, z = 0; int done = 0;
+    MPI_Irecv(&z, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &rq);
+    MPI_Send(&y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+    while (!done) MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
     return z;
-}""", r"'MPI_Isend': nonblocking communication of floating-point data", 4),
+}""", r"'MPI_Test': no derivative rule", 6),
+    "irecv_any": ("""
+double f(double *x) {
+    MPI_Request rq; double z = 0;
+    MPI_Irecv(&z, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    return z * x[0];
+}""", r"'MPI_Irecv': the derivative of a nonblocking receive from MPI_ANY_SOURCE", 4),
     "datatype": ("""
 MPI_Datatype pick(void);
 double f(double *x) {
@@ -219,3 +226,45 @@ def test_mpi_stencil_benchmark_runs(tmp_path, mpi):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2-rank gradient vs 1-rank" in r.stdout and "(ok)" in r.stdout, r.stdout
     assert "ranks 2 M 64 steps 5" in r.stdout, r.stdout
+
+
+UNWAITED = r"""
+#include <mpi.h>
+#include <stdio.h>
+int enzyme_dup;
+double __enzyme_autodiff(void *, ...);
+static MPI_Request rq;
+static double z;
+double f(double *x) {       /* the receive is completed by the caller, not here */
+    MPI_Irecv(&z, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &rq);
+    return x[0];
+}
+double g(double *x) {
+    double r = f(x);
+    return r;
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    double x = 1.5, dx = 0, y = 2.0;
+    MPI_Request sr;
+    MPI_Isend(&y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &sr);
+    __enzyme_autodiff((void *)g, enzyme_dup, &x, &dx);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    MPI_Wait(&sr, MPI_STATUS_IGNORE);
+    printf("dx %g\n", dx);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_request_not_completed_in_differentiated_code_stops(tmp_path, mpi):
+    """An Irecv whose Wait is outside the differentiated code has no adjoint message:
+    the gradient stops with a message instead of returning a wrong value."""
+    for opt in OPTS:
+        exe = _build(tmp_path, mpi, UNWAITED, opt, name=f"u{opt[2]}")
+        r = _mpirun(exe, 1, tmp_path)
+        assert r.returncode != 0, r.stdout + r.stderr
+        assert "was not completed by MPI_Wait/MPI_Waitall in differentiated code" in r.stderr, \
+            r.stdout + r.stderr
+        assert "dx" not in r.stdout

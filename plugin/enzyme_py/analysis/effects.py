@@ -237,10 +237,15 @@ MPI_SIGNATURES.update(_sig("allgather", "Allgather", sbuf=0, scount=1, sdt=2, rb
                            rcount=4, rdt=5, comm=6))
 MPI_SIGNATURES.update(_sig("barrier", "Barrier", comm=0))
 MPI_SIGNATURES.update(_sig("nonblocking", "Isend", "Issend", "Ibsend", "Irsend", "Irecv",
-                           buf=0, count=1, dt=2, peer=3, tag=4, comm=5))
+                           buf=0, count=1, dt=2, peer=3, tag=4, comm=5, req=6))
+MPI_SIGNATURES.update(_sig("wait", "Wait", req=0, status=1))
+MPI_SIGNATURES.update(_sig("waitall", "Waitall", n=0, reqs=1, status=2))
+# completion calls whose derivative is not implemented: they may complete a request of
+# a differentiated message without its adjoint (or tangent) message
+MPI_SIGNATURES.update(_sig("completion", "Test", "Testall", "Testany", "Testsome", "Waitany",
+                           "Waitsome"))
 MPI_SIGNATURES.update(_sig(
     "inactive", "Init", "Init_thread", "Finalize", "Initialized", "Finalized", "Abort",
-    "Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall", "Testany", "Testsome",
     "Request_free", "Get_count", "Get_processor_name", "Get_version",
     "Get_library_version", "Query_thread", "Is_thread_main", "Comm_dup", "Comm_split",
     "Comm_free", "Comm_compare", "Comm_group", "Group_free", "Group_incl", "Comm_create",
