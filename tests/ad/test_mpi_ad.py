@@ -268,3 +268,39 @@ def test_request_not_completed_in_differentiated_code_stops(tmp_path, mpi):
         assert "was not completed by MPI_Wait/MPI_Waitall in differentiated code" in r.stderr, \
             r.stdout + r.stderr
         assert "dx" not in r.stdout
+
+
+def _mpich():
+    """(include dir, lib dir, mpiexec, env) of an MPICH installation: Debian's
+    (apt-get install mpich libmpich-dev) or one unpacked under $ENZYME_TEST_MPICH
+    (dpkg -x of mpich, libmpich-dev, libmpich12 and libslurm38 into one root: MPICH
+    beside Open MPI without touching the system's mpicc)."""
+    root = Path(os.environ.get("ENZYME_TEST_MPICH", "/"))
+    inc = root / "usr/include/x86_64-linux-gnu/mpich"
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    mpiexec = root / "usr/bin/mpiexec.hydra"
+    if not ((inc / "mpi.h").is_file() and (lib / "libmpich.so").exists() and mpiexec.exists()):
+        pytest.skip("MPICH is not installed (apt-get install mpich libmpich-dev, or "
+                    "ENZYME_TEST_MPICH=<root of unpacked .debs>)")
+    env = dict(os.environ, PATH=f"{mpiexec.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if root != Path("/"):
+        env["LD_LIBRARY_PATH"] = f"{lib}{os.pathsep}{os.environ.get('LD_LIBRARY_PATH', '')}"
+    return inc, lib, mpiexec, env
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_mpich_handles(tmp_path, opt):
+    """MPICH's ABI (integer handles, MPI_IN_PLACE = -1, its status layout and
+    MPI_ANY_SOURCE = -2): the collectives and the stencil at 1 and 2 ranks."""
+    inc, lib, mpiexec, env = _mpich()
+    for name in ("mpi_collectives", "mpi_stencil"):
+        src = tmp_path / f"{name}.c"
+        src.write_text((HERE / f"{name}.c").read_text())
+        r = enzyme_cc([opt, str(src), f"-I{inc}", "-o", str(tmp_path / name), f"-L{lib}",
+                       "-lmpich", "-lm"], tmp_path)
+        assert r.returncode == 0, r.stderr
+        for np in (1, 2):
+            run = subprocess.run([str(mpiexec), "-n", str(np), str(tmp_path / name)],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True,
+                                 timeout=180)
+            _ok(run, np)

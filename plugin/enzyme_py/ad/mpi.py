@@ -93,10 +93,13 @@ for _n in ("int", "unsigned", "long", "unsigned_long", "long_long_int", "long_lo
            "aint", "offset", "count", "packed"):
     _OMPI_DT[f"ompi_mpi_{_n}"] = "int"
 _MPICH_DT = {0x4c00080b: "double", 0x4c00040a: "float", 0x4c00100c: "long double",
-             0x4c000101: "int", 0x4c000102: "int", 0x4c000118: "int", 0x4c00010d: "int",
-             0x4c000203: "int", 0x4c000204: "int", 0x4c000405: "int", 0x4c000406: "int",
-             0x4c000807: "int", 0x4c000808: "int", 0x4c000809: "int", 0x4c000819: "int",
-             0x4c000816: "int", 0x4c00010f: "int"}
+             0x4c00081e: "complex", 0x4c001022: "complex", 0x4c000840: "complex",
+             0x4c001041: "complex", 0x4c002042: "complex"}
+for _h in (0x4c000101, 0x4c000118, 0x4c000102, 0x4c00010d, 0x4c00040e, 0x4c000203,
+           0x4c000204, 0x4c000405, 0x4c000406, 0x4c000807, 0x4c000808, 0x4c000809,
+           0x4c000819, 0x4c00010f, 0x4c000816, 0x4c000137, 0x4c000238, 0x4c000439,
+           0x4c00083a, 0x4c00013b, 0x4c00023c, 0x4c00043d, 0x4c00083e, 0x4c00013f):
+    _MPICH_DT[_h] = "int"     # MPICH's mpi.h: char ... uint64_t, C bool, packed, 2int
 _OPS = ("max", "min", "sum", "prod")
 _OMPI_OP = {f"ompi_mpi_op_{k}": k for k in _OPS}
 _MPICH_OP = {0x58000001 + i: k for i, k in enumerate(_OPS)}
