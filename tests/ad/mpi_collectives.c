@@ -15,6 +15,9 @@
 int enzyme_dup, enzyme_const;
 double __enzyme_autodiff(void *, ...);
 double __enzyme_fwddiff(void *, ...);
+typedef struct { double d[2]; } D2;
+D2 __enzyme_fwddiff_w2(void *, ...);
+int enzyme_width;
 
 #define N 4
 static int rank_, nranks_, n_fail;
@@ -148,6 +151,7 @@ double f_nonblocking(const double *x, int n)
 typedef double (*fn_t)(const double *, int);
 typedef void (*grad_t)(double *, double *);
 typedef double (*tan_t)(double *, double *);
+typedef D2 (*tan2_t)(double *, double *, double *);
 
 /* the differentiated function must be known at compile time at each call site */
 #define DIFF(f)                                                                     \
@@ -158,6 +162,11 @@ typedef double (*tan_t)(double *, double *);
     static double tan_##f(double *x, double *v)                                     \
     {                                                                               \
         return __enzyme_fwddiff((void *)f, enzyme_dup, x, v, enzyme_const, N);      \
+    }                                                                               \
+    static D2 tan2_##f(double *x, double *v, double *w)                             \
+    {                                                                               \
+        return __enzyme_fwddiff_w2((void *)f, enzyme_width, 2, enzyme_dup, x, v, w, \
+                                   enzyme_const, N);                                \
     }
 DIFF(f_allreduce)
 DIFF(f_minmax)
@@ -183,7 +192,7 @@ static void check(const char *name, const char *what, int i, double got, double 
     }
 }
 
-static void run(const char *name, fn_t f, grad_t grad, tan_t tan)
+static void run(const char *name, fn_t f, grad_t grad, tan_t tan, tan2_t tan2)
 {
     double x[N], dx[N], fd[N], v[N];
     for (int i = 0; i < N; i++) {
@@ -228,6 +237,14 @@ static void run(const char *name, fn_t f, grad_t grad, tan_t tan)
         dot += dx[i] * v[i];
     MPI_Allreduce(&dot, &dsum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     check(name, "forward.vs.reverse", 0, tsum, dsum);
+    /* vector forward mode (two directions at once) against two width-1 calls */
+    double w[N];
+    for (int i = 0; i < N; i++)
+        w[i] = cos(1.7 * i + rank_);
+    D2 t2 = tan2(x, v, w);
+    double tw = tan(x, w);
+    check(name, "forward.width2.lane0", 0, t2.d[0], t);
+    check(name, "forward.width2.lane1", 0, t2.d[1], tw);
 }
 
 int main(int argc, char **argv)
@@ -236,12 +253,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    run("allreduce", f_allreduce, grad_f_allreduce, tan_f_allreduce);
-    run("minmax", f_minmax, grad_f_minmax, tan_f_minmax);
-    run("prod", f_prod, grad_f_prod, tan_f_prod);
-    run("gather", f_gather, grad_f_gather, tan_f_gather);
-    run("ring", f_ring, grad_f_ring, tan_f_ring);
-    run("nonblocking", f_nonblocking, grad_f_nonblocking, tan_f_nonblocking);
+    run("allreduce", f_allreduce, grad_f_allreduce, tan_f_allreduce, tan2_f_allreduce);
+    run("minmax", f_minmax, grad_f_minmax, tan_f_minmax, tan2_f_minmax);
+    run("prod", f_prod, grad_f_prod, tan_f_prod, tan2_f_prod);
+    run("gather", f_gather, grad_f_gather, tan_f_gather, tan2_f_gather);
+    run("ring", f_ring, grad_f_ring, tan_f_ring, tan2_f_ring);
+    run("nonblocking", f_nonblocking, grad_f_nonblocking, tan_f_nonblocking, tan2_f_nonblocking);
     int all = 0;
     MPI_Allreduce(&n_fail, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)

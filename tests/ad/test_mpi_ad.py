@@ -63,7 +63,8 @@ def test_collectives_and_point_to_point(tmp_path, mpi, opt):
     """Allreduce SUM (separate and in place), MIN, MAX, PROD, Reduce to a root,
     Bcast, Gather, Scatter, Allgather, Sendrecv, Recv from MPI_ANY_SOURCE with a
     status, Barrier, Isend/Irecv completed by Waitall and by Wait: reverse gradients and forward tangents vs central differences,
-    forward vs reverse, at 1, 2 and 3 ranks."""
+    forward vs reverse, vector forward mode (width 2) vs two width-1 calls, at 1, 2 and
+    3 ranks."""
     exe = _build(tmp_path, mpi, (HERE / "mpi_collectives.c").read_text(), opt)
     for np in (1, 2, 3):
         out = _ok(_mpirun(exe, np, tmp_path), np)
