@@ -1201,7 +1201,8 @@ def _fwd_nonblocking(c, gen, inst, A, e, kind):
             b = ls[j]
         args = list(A.args)
         args[c.pos["buf"]] = b
-        args[c.pos["req"]] = e.gep_bytes(rec, _REC + 8 * j)
+        # the lanes' requests form an MPI_Request array (for MPI_Waitall)
+        args[c.pos["req"]] = e.gep_bytes(rec, _REC + (8 if c.abi == "ompi" else 4) * j)
         e.call_fn(c.fn_nb(e), args)
     _register(m, e, rec, A.args[c.pos["req"]])
 
