@@ -148,6 +148,22 @@ double f_nonblocking(const double *x, int n)
     return r;
 }
 
+/* MPI_IN_PLACE chosen at run time, the usual idiom for a Reduce to the root */
+double f_reduce_in_place(const double *x, int n)
+{
+    int me;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    double y[N], r = 0.0;
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * x[i] + 0.5 * x[(i + 1) % n];
+    MPI_Reduce(me == 0 ? MPI_IN_PLACE : y, me == 0 ? y : NULL, n, MPI_DOUBLE, MPI_SUM, 0,
+               MPI_COMM_WORLD);
+    if (me == 0)
+        for (int i = 0; i < n; i++)
+            r += sin(y[i]) * (i + 1);
+    return r;
+}
+
 typedef double (*fn_t)(const double *, int);
 typedef void (*grad_t)(double *, double *);
 typedef double (*tan_t)(double *, double *);
@@ -174,6 +190,7 @@ DIFF(f_prod)
 DIFF(f_gather)
 DIFF(f_ring)
 DIFF(f_nonblocking)
+DIFF(f_reduce_in_place)
 
 static double total(fn_t f, const double *x)
 {
@@ -259,6 +276,8 @@ int main(int argc, char **argv)
     run("gather", f_gather, grad_f_gather, tan_f_gather, tan2_f_gather);
     run("ring", f_ring, grad_f_ring, tan_f_ring, tan2_f_ring);
     run("nonblocking", f_nonblocking, grad_f_nonblocking, tan_f_nonblocking, tan2_f_nonblocking);
+    run("reduce_in_place", f_reduce_in_place, grad_f_reduce_in_place, tan_f_reduce_in_place,
+        tan2_f_reduce_in_place);
     int all = 0;
     MPI_Allreduce(&n_fail, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0)

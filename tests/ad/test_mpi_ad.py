@@ -60,7 +60,8 @@ def _ok(run, np):
 
 @pytest.mark.parametrize("opt", OPTS)
 def test_collectives_and_point_to_point(tmp_path, mpi, opt):
-    """Allreduce SUM (separate and in place), MIN, MAX, PROD, Reduce to a root,
+    """Allreduce SUM (separate and in place), MIN, MAX, PROD, Reduce to a root (also
+    with MPI_IN_PLACE on the root only, chosen at run time),
     Bcast, Gather, Scatter, Allgather, Sendrecv, Recv from MPI_ANY_SOURCE with a
     status, Barrier, Isend/Irecv completed by Waitall and by Wait: reverse gradients and forward tangents vs central differences,
     forward vs reverse, vector forward mode (width 2) vs two width-1 calls, at 1, 2 and
@@ -69,7 +70,8 @@ def test_collectives_and_point_to_point(tmp_path, mpi, opt):
     for np in (1, 2, 3):
         out = _ok(_mpirun(exe, np, tmp_path), np)
         names = {line.split()[1] for line in out.splitlines() if line.startswith("grad ")}
-        assert names == {"allreduce", "minmax", "prod", "gather", "ring", "nonblocking"}
+        assert names == {"allreduce", "minmax", "prod", "gather", "ring", "nonblocking",
+                         "reduce_in_place"}
 
 
 @pytest.mark.parametrize("opt", OPTS)

@@ -527,6 +527,8 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
         c.error(f"MPI_IN_PLACE with MPI_{op.upper()} has no derivative rule",
                 hint="use separate send and receive buffers")
     x = A.args[c.pos["sbuf"]]
+    # (MPI_IN_PLACE chosen at run time: stop with a message)
+    e.call_fn(_refuse_in_place(m, op), [x, c.in_place(e)])
     fn = A.parent.parent
     me_slot = _entry_alloca(fn, T.i32, 4)
     me = _rank(c, e, me_slot, comm)
@@ -556,6 +558,26 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
     if c.kind == "reduce":
         e.call_fn(free, [y])
     return cand, me
+
+
+def _refuse_in_place(module, op):
+    name = f"__enzyme_py_mpi_refuse_in_place.{op}"
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    fn = module.add_function(name, T.FunctionType(T.void, [T.ptr, T.ptr]), linkage="internal",
+                             fn_attrs="nounwind")
+    x, ip = fn.args
+    e = Emitter(module)
+    entry, bad, ok = (fn.append_basic_block(k) for k in ("entry", "bad", "ok"))
+    e.at_end(entry)
+    e.cbr(e.icmp("eq", x, ip), bad, ok)
+    e.at_end(bad)
+    _abort_with(module, e, f"enzyme: MPI_IN_PLACE with MPI_{op.upper()} has no derivative "
+                "rule (use separate send and receive buffers)\n")
+    e.at_end(ok)
+    e.ret()
+    return fn
 
 
 # -- reverse sweep -----------------------------------------------------------------------
@@ -679,6 +701,15 @@ def _rev_reduce(c, r, info, comm, count, dt, kind, ty, nbytes):
     in_place = c.is_in_place("sbuf")
     dy = r.S(c.arg("rbuf"))
     dx = dy if in_place else r.S(c.arg("sbuf"))
+    if not in_place and dx is not None:
+        # MPI_IN_PLACE chosen at run time (`me == root ? MPI_IN_PLACE : x`): the input's
+        # adjoint is the output's there (a null shadow: nothing to add)
+        is_ip = e.icmp("eq", r.P(c.arg("sbuf")), c.in_place(e))
+        dx = e.select(is_ip, dy if dy is not None else ConstantNull(T.ptr), dx)
+        nbytes_dx = e.select(e.icmp("eq", dx, ConstantNull(T.ptr)), ConstantInt(T.i64, 0),
+                             nbytes)
+    else:
+        nbytes_dx = nbytes
     tmp = r.alloc(nbytes)
     if c.kind == "allreduce":
         src = dy if dy is not None else r.alloc(nbytes)
@@ -697,7 +728,7 @@ def _rev_reduce(c, r, info, comm, count, dt, kind, ty, nbytes):
             memset0(e, dy, n_root)
         e.call_fn(c.fn(e, "Bcast"), [tmp, count, dt, root, comm])
     if op == "sum":
-        _accumulate(e, m, ty, dx, tmp, nbytes)
+        _accumulate(e, m, ty, dx, tmp, nbytes_dx)
     elif dx is not None:
         aux, me_aug = info["aux"]
         aux_r = gen._cached(("mpi_aux", inst), aux, T.ptr, inst.parent, b)
