@@ -251,7 +251,11 @@ MPI_SIGNATURES.update(_sig(
     "Comm_free", "Comm_compare", "Comm_group", "Group_free", "Group_incl", "Comm_create",
     "Type_size", "Type_commit", "Type_free", "Type_contiguous", "Type_vector",
     "Error_string", "Error_class", "Comm_set_errhandler", "Probe", "Iprobe",
-    "Cart_create", "Cart_coords", "Cart_rank", "Cart_shift", "Dims_create", "Pcontrol"))
+    "Cart_create", "Cart_coords", "Cart_rank", "Cart_shift", "Cart_get", "Cartdim_get",
+    "Dims_create", "Pcontrol", "Comm_split_type", "Comm_get_attr", "Comm_set_name",
+    "Comm_get_name", "Type_get_extent", "Type_create_struct", "Type_create_resized",
+    "Type_indexed", "Type_create_subarray", "Get_address", "Op_create", "Op_free",
+    "Info_create", "Info_set", "Info_free", "Errhandler_free", "Group_size", "Group_rank"))
 for _n, _s, _r in (("Alltoall", 2, 5), ("Gatherv", 2, 6), ("Scatterv", 3, 6),
                    ("Allgatherv", 2, 6), ("Alltoallv", 3, 7), ("Scan", 3, None),
                    ("Exscan", 3, None), ("Reduce_scatter_block", 3, None),
