@@ -307,3 +307,39 @@ def test_mpich_handles(tmp_path, opt):
                                  cwd=tmp_path, env=env, capture_output=True, text=True,
                                  timeout=180)
             _ok(run, np)
+
+
+USER_INACTIVE = r"""
+#include <mpi.h>
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup;
+double __enzyme_autodiff(void *, ...);
+void *__enzyme_inactivefn[] = {(void *)MPI_Bcast};
+double f(double *x) {
+    double y = x[0];
+    MPI_Bcast(&y, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return y * y;
+}
+int main(int argc, char **argv) {
+    int me;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    double x = 1.0 + me, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("rank %d dx %.17g\n", me, dx);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_program_rule_for_an_mpi_function_wins(tmp_path, mpi):
+    """A function the program marks inactive (__enzyme_inactivefn) gets no MPI rule: the
+    Bcast passes no adjoint to the root, so rank 1 keeps the derivative of its own y
+    (2 * rank 0's x) instead of 0."""
+    exe = _build(tmp_path, mpi, USER_INACTIVE, "-O2")
+    r = _mpirun(exe, 2, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    vals = dict(line.split()[1:4:2] for line in r.stdout.splitlines() if line.startswith("rank"))
+    assert float(vals["1"]) == 2.0 and float(vals["0"]) == 2.0, r.stdout

@@ -365,7 +365,7 @@ class ForwardGen:
             return
         nxt = self._next(A)
         e.at_before(nxt)
-        if ekind == "mpi":
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.fwd_call(self, inst, A)
             return
         if ekind == "alloc":

@@ -418,9 +418,20 @@ def _rank(c, e, slot, comm, what="Comm_rank"):
 
 
 # -- augmented forward sweep --------------------------------------------------------------
+def user_rule(gen, inst) -> bool:
+    """Whether the program registered its own rule for this MPI function (a custom
+    gradient or derivative, or marked it inactive): then that rule applies, not ours."""
+    hooks = getattr(gen.ctx, "hooks", None)
+    reg = hooks.reg if hooks is not None else getattr(gen.ctx, "registry", None)
+    if reg is None:
+        return False
+    name = inst.callee_name or ""
+    return name in reg.inactive_fns or name in reg.gradients or name in reg.derivatives
+
+
 def aug_call(gen, inst, A):
     """The forward sweep of reverse mode: the call runs; what its reverse needs beyond the
-    primal arguments is computed and kept here."""
+    primal arguments is computed and kept here.  (Not called where ``user_rule``.)"""
     from . import mpi_nonblocking as nb
     c = _Call(gen.ctx, inst)
     info = gen.__dict__.setdefault("mpi_info", {})
@@ -584,6 +595,7 @@ def _refuse_in_place(module, op):
 
 # -- reverse sweep -----------------------------------------------------------------------
 def rev_call(gen, inst, b):
+    """The reverse of the call, in the reverse sweep."""
     from . import mpi_nonblocking as nb
     c = _Call(gen.ctx, inst)
     k = c.kind

@@ -518,7 +518,7 @@ class ReverseGen:
         ekind = eff.kind if eff is not None else None
         if ekind in ("nomem", "free", "typehint"):
             return
-        if ekind == "mpi":
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.aug_call(self, inst, A)
             return
         if ekind == "alloc":
@@ -1063,7 +1063,7 @@ class ReverseGen:
         ekind = _effect_kind(name)
         if ekind == "nomem":
             return
-        if ekind == "mpi":
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.rev_call(self, inst, b)
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
