@@ -343,3 +343,54 @@ def test_program_rule_for_an_mpi_function_wins(tmp_path, mpi):
     assert r.returncode == 0, r.stdout + r.stderr
     vals = dict(line.split()[1:4:2] for line in r.stdout.splitlines() if line.startswith("rank"))
     assert float(vals["1"]) == 2.0 and float(vals["0"]) == 2.0, r.stdout
+
+
+RUNTIME_IN_PLACE = r"""
+#include <mpi.h>
+#include <stdio.h>
+int enzyme_dup;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+double f(double *x) {
+    int me, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    double all[8] = {0};
+    all[0] = x[0];
+    CALL;
+    return all[0] * all[0];
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    double x = 1.5, dx = 0, v = 1.0;
+    if (argc > 1)
+        dx = __enzyme_fwddiff((void *)f, enzyme_dup, &x, &v);
+    else
+        __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("dx %g\n", dx);
+    MPI_Finalize();
+    return 0;
+}
+"""
+IN_PLACE_CALLS = {
+    "gather": ("MPI_Gather(me == 0 ? MPI_IN_PLACE : (void *)x, 1, MPI_DOUBLE, all, 1, "
+               "MPI_DOUBLE, 0, MPI_COMM_WORLD)", "MPI_IN_PLACE in MPI_Gather"),
+    "max": ("MPI_Allreduce(me == 0 ? MPI_IN_PLACE : (void *)x, all, 1, MPI_DOUBLE, MPI_MAX, "
+            "MPI_COMM_WORLD)", "MPI_IN_PLACE with MPI_MAX"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(IN_PLACE_CALLS))
+def test_in_place_chosen_at_run_time_without_a_rule_stops(tmp_path, mpi, what):
+    """MPI_IN_PLACE picked at run time where there is no rule for it (Gather, MAX): the
+    derivative stops with a message, in both modes, instead of writing through it."""
+    call, message = IN_PLACE_CALLS[what]
+    exe = _build(tmp_path, mpi, RUNTIME_IN_PLACE.replace("CALL", call), "-O2")
+    for mode in ([], ["forward"]):
+        r = subprocess.run(["mpirun", "-np", "1", "--oversubscribe",
+                            *(["--allow-run-as-root"] if os.geteuid() == 0 else []),
+                            str(exe), *mode], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0, r.stdout + r.stderr
+        assert message in r.stderr, r.stdout + r.stderr
+        assert "dx" not in r.stdout

@@ -462,8 +462,9 @@ def aug_call(gen, inst, A):
     elif k in ("send", "bcast", "gather", "scatter", "allgather"):
         c.dtype("dt" if c.pos.get("dt") is not None else "sdt")
         if k in ("gather", "scatter", "allgather"):
-            c.dtype("rdt")
-            _no_in_place(c, ("sbuf", "rbuf"))
+            if c.dtype("rdt") != "int":
+                _no_in_place(c, ("sbuf", "rbuf"))
+                _runtime_no_in_place(c, e, m, A.args, ("sbuf", "rbuf"))
     elif k in ("reduce", "allreduce"):
         kind = c.dtype()
         if kind == "int":
@@ -541,7 +542,7 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
                 hint="use separate send and receive buffers")
     x = A.args[c.pos["sbuf"]]
     # (MPI_IN_PLACE chosen at run time: stop with a message)
-    e.call_fn(_refuse_in_place(m, op), [x, c.in_place(e)])
+    e.call_fn(_refuse_in_place(m, f"with MPI_{op.upper()}"), [x, c.in_place(e)])
     fn = A.parent.parent
     me_slot = _entry_alloca(fn, T.i32, 4)
     me = _rank(c, e, me_slot, comm)
@@ -573,8 +574,11 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
     return cand, me
 
 
-def _refuse_in_place(module, op):
-    name = f"__enzyme_py_mpi_refuse_in_place.{op}"
+def _refuse_in_place(module, what):
+    """A function ``(p, MPI_IN_PLACE)`` that stops the program with a message when the
+    buffer ``p`` is MPI_IN_PLACE (chosen at run time) where ``what`` has no rule for it."""
+    tag = "".join(ch if ch.isalnum() else "_" for ch in what)
+    name = f"__enzyme_py_mpi_refuse_in_place.{tag}"
     fn = module.get_function(name)
     if fn is not None:
         return fn
@@ -586,11 +590,21 @@ def _refuse_in_place(module, op):
     e.at_end(entry)
     e.cbr(e.icmp("eq", x, ip), bad, ok)
     e.at_end(bad)
-    _abort_with(module, e, f"enzyme: MPI_IN_PLACE with MPI_{op.upper()} has no derivative "
-                "rule (use separate send and receive buffers)\n")
+    _abort_with(module, e, f"enzyme: MPI_IN_PLACE {what} has no derivative rule (use "
+                "separate send and receive buffers)\n")
     e.at_end(ok)
     e.ret()
     return fn
+
+
+def _runtime_no_in_place(c, e, m, args, keys):
+    """Emit (after the call) the run-time check of ``_refuse_in_place`` for the buffers
+    ``keys`` of a call without a rule for MPI_IN_PLACE (``args``: the call's operands in
+    the function being built)."""
+    for key in keys:
+        v = c.arg(key)
+        if v is not None and not (v.is_constant and not v.is_global):
+            e.call_fn(_refuse_in_place(m, f"in {c.name}"), [args[c.pos[key]], c.in_place(e)])
 
 
 # -- reverse sweep -----------------------------------------------------------------------
@@ -908,9 +922,10 @@ def fwd_call(gen, inst, A):
         _fwd_reduce(c, gen, inst, A, e, m, kind, nbytes, lanes, p, temps)
     elif k in ("gather", "scatter", "allgather"):
         skind, rkind = c.dtype("sdt"), c.dtype("rdt")
-        _no_in_place(c, ("sbuf", "rbuf"))
         if skind == "int" and rkind == "int":
             return
+        _no_in_place(c, ("sbuf", "rbuf"))
+        _runtime_no_in_place(c, e, m, A.args, ("sbuf", "rbuf"))
         if skind != rkind:
             c.error("send and receive datatypes differ (one floating-point, one integer)")
         fn_ = A.parent.parent
