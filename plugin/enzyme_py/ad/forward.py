@@ -26,8 +26,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Invoke, Load, Phi, Ret, Select, ShuffleVector, Store, Switch,
                                UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
-from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
-from . import openmp
+from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef
+from . import mpi, openmp
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -141,8 +141,11 @@ class ForwardGen:
         if v not in self.act.shadowed:
             if isinstance(v, Function) or (isinstance(v, GlobalVariable)
                                            and not floatish(v.value_type)
-                                           and not has_pointer(v.value_type)):
-                return [v] * self.W  # no tangent can be read or written through it
+                                           and not has_pointer(v.value_type)) \
+                    or (isinstance(v, ConstantExpr) and v.opcode == "inttoptr"):
+                # no tangent can be read or written through it (a function, data without
+                # floats, an address made from an integer: MPI_IN_PLACE)
+                return [v] * self.W
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.
             raise ADError("a pointer without a shadow (constant data: a global, an "
@@ -362,6 +365,9 @@ class ForwardGen:
             return
         nxt = self._next(A)
         e.at_before(nxt)
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
+            mpi.fwd_call(self, inst, A)
+            return
         if ekind == "alloc":
             if eff.out is not None:
                 out = args[eff.out]

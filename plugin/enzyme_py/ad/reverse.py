@@ -32,6 +32,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
+from . import mpi
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
@@ -522,6 +523,9 @@ class ReverseGen:
         eff = call_effect(name)
         ekind = eff.kind if eff is not None else None
         if ekind in ("nomem", "free", "typehint"):
+            return
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
+            mpi.aug_call(self, inst, A)
             return
         if ekind == "alloc":
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
@@ -1067,6 +1071,9 @@ class ReverseGen:
         args = inst.args
         ekind = _effect_kind(name)
         if ekind == "nomem" or openmp.rev_call(self, inst, b):
+            return
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
+            mpi.rev_call(self, inst, b)
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
             return

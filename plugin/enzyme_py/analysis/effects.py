@@ -32,6 +32,13 @@ one is an error where it touches active data).  The kinds:
               treats them as writing any memory (other threads run meanwhile).
 ``typehint``  ``__enzyme_double(p, bytes)`` and friends: tell type analysis what the
               memory behind ``p`` holds; no effect at run time (the calls are removed).
+``mpi``       an MPI function (``MPI_*`` and ``PMPI_*``, every name: unknown ones too);
+              ``MPI_SIGNATURES`` says which arguments are buffers, counts, datatypes...
+              and ``ad/mpi.py`` has the derivatives.  Overwrite analysis reads what
+              each writes from ``mpi_writes`` (a receive's buffer...; any memory for
+              the calls without a rule and ``MPI_Wait``, which completes a receive).
+              ``MPI_Comm_rank``/``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick``
+              ``inactive``.
 
 Sizes (``writes`` and ``alloc``) are tuples: ``("arg", i)`` the value of argument i;
 ``("mul", i, j)`` the product of two arguments; ``("const", n)`` n bytes when the
@@ -47,7 +54,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["CallEffect", "call_effect", "libm_base", "PURE_MATH", "TYPE_HINTS",
-           "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names"]
+           "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names", "MPI_SIGNATURES",
+           "mpi_base", "mpi_writes"]
 
 
 @dataclass(frozen=True)
@@ -229,6 +237,110 @@ _NOMEM_PREFIXES = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch"
                    "llvm.ubsantrap", "llvm.expect", "llvm.allow.")
 
 
+# -- MPI: the kind of each function (see ad/mpi.py) and where its arguments are.  Keys:
+# buf/sbuf/rbuf buffers, count/scount/rcount, dt/sdt/rdt datatypes, op, root, peer
+# (dest or source), tag, comm, status.
+def _sig(kind, *names, **pos):
+    return {n: (kind, pos) for n in names}
+
+
+MPI_SIGNATURES: dict[str, tuple[str, dict]] = {}
+MPI_SIGNATURES.update(_sig("send", "Send", "Ssend", "Bsend", "Rsend",
+                           buf=0, count=1, dt=2, peer=3, tag=4, comm=5))
+MPI_SIGNATURES.update(_sig("recv", "Recv", buf=0, count=1, dt=2, peer=3, tag=4, comm=5,
+                           status=6))
+MPI_SIGNATURES.update(_sig("sendrecv", "Sendrecv", sbuf=0, scount=1, sdt=2, dest=3, stag=4,
+                           rbuf=5, rcount=6, rdt=7, src=8, rtag=9, comm=10, status=11))
+MPI_SIGNATURES.update(_sig("bcast", "Bcast", buf=0, count=1, dt=2, root=3, comm=4))
+MPI_SIGNATURES.update(_sig("reduce", "Reduce", sbuf=0, rbuf=1, count=2, dt=3, op=4, root=5,
+                           comm=6))
+MPI_SIGNATURES.update(_sig("allreduce", "Allreduce", sbuf=0, rbuf=1, count=2, dt=3, op=4,
+                           comm=5))
+MPI_SIGNATURES.update(_sig("gather", "Gather", sbuf=0, scount=1, sdt=2, rbuf=3, rcount=4,
+                           rdt=5, root=6, comm=7))
+MPI_SIGNATURES.update(_sig("scatter", "Scatter", sbuf=0, scount=1, sdt=2, rbuf=3, rcount=4,
+                           rdt=5, root=6, comm=7))
+MPI_SIGNATURES.update(_sig("allgather", "Allgather", sbuf=0, scount=1, sdt=2, rbuf=3,
+                           rcount=4, rdt=5, comm=6))
+MPI_SIGNATURES.update(_sig("barrier", "Barrier", comm=0))
+MPI_SIGNATURES.update(_sig("nonblocking", "Isend", "Issend", "Ibsend", "Irsend", "Irecv",
+                           buf=0, count=1, dt=2, peer=3, tag=4, comm=5, req=6))
+MPI_SIGNATURES.update(_sig("wait", "Wait", req=0, status=1))
+MPI_SIGNATURES.update(_sig("waitall", "Waitall", n=0, reqs=1, status=2))
+# completion calls whose derivative is not implemented: they may complete a request of
+# a differentiated message without its adjoint (or tangent) message
+MPI_SIGNATURES.update(_sig("completion", "Test", "Testall", "Testany", "Testsome", "Waitany",
+                           "Waitsome"))
+MPI_SIGNATURES.update(_sig(
+    "inactive", "Init", "Init_thread", "Finalize", "Initialized", "Finalized", "Abort",
+    "Request_free", "Get_count", "Get_processor_name", "Get_version",
+    "Get_library_version", "Query_thread", "Is_thread_main", "Comm_dup", "Comm_split",
+    "Comm_free", "Comm_compare", "Comm_group", "Group_free", "Group_incl", "Comm_create",
+    "Type_size", "Type_commit", "Type_free", "Type_contiguous", "Type_vector",
+    "Error_string", "Error_class", "Comm_set_errhandler", "Probe", "Iprobe",
+    "Cart_create", "Cart_coords", "Cart_rank", "Cart_shift", "Cart_get", "Cartdim_get",
+    "Dims_create", "Pcontrol", "Comm_split_type", "Comm_get_attr", "Comm_set_name",
+    "Comm_get_name", "Type_get_extent", "Type_create_struct", "Type_create_resized",
+    "Type_indexed", "Type_create_subarray", "Get_address", "Op_create", "Op_free",
+    "Info_create", "Info_set", "Info_free", "Errhandler_free", "Group_size", "Group_rank"))
+for _n, _s, _r in (("Alltoall", 2, 5), ("Gatherv", 2, 6), ("Scatterv", 3, 6),
+                   ("Allgatherv", 2, 6), ("Alltoallv", 3, 7), ("Scan", 3, None),
+                   ("Exscan", 3, None), ("Reduce_scatter_block", 3, None),
+                   ("Reduce_scatter", 3, None), ("Sendrecv_replace", 2, None),
+                   ("Iallreduce", 3, None), ("Ibcast", 2, None), ("Ireduce", 3, None),
+                   ("Ialltoall", 2, 5), ("Igather", 2, 5), ("Iscatter", 2, 5),
+                   ("Iallgather", 2, 5), ("Put", 2, 6), ("Get", 2, 6), ("Accumulate", 2, 6),
+                   ("Send_init", 2, None), ("Recv_init", 2, None)):
+    MPI_SIGNATURES[_n] = ("unsupported", {"sdt": _s} if _r is None else {"sdt": _s, "rdt": _r})
+
+
+def mpi_base(name: str):
+    """(``Send``, ``MPI_``) for ``MPI_Send``, (``Send``, ``PMPI_``) for ``PMPI_Send``;
+    (None, None) for other names."""
+    for prefix in ("MPI_", "PMPI_"):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix):], prefix
+    return None, None
+
+
+# the buffers each kind of MPI call writes (overwrite analysis); other kinds: any memory
+_MPI_WRITES = {"send": (), "barrier": (), "recv": ("buf", "status"),
+               "sendrecv": ("rbuf", "status"), "bcast": ("buf",), "reduce": ("rbuf",),
+               "allreduce": ("rbuf",), "gather": ("rbuf",), "scatter": ("rbuf",),
+               "allgather": ("rbuf",)}
+
+
+def mpi_writes(name: str, args):
+    """The pointer arguments whose memory an MPI call may write, or 'all'."""
+    base, _ = mpi_base(name)
+    kind, pos = MPI_SIGNATURES.get(base, ("unsupported", {}))
+    keys = _MPI_WRITES.get(kind)
+    if keys is None:
+        return "all"
+    return [args[pos[k]] for k in keys if k in pos and pos[k] < len(args)
+            and args[pos[k]].type.is_pointer]
+
+
+_MPI = CallEffect("mpi", "MPI function (ad/mpi.py)")
+_MPI_OWN = {
+    "Comm_rank": CallEffect("writes", "MPI: stores the rank (an int)", writes=((1, ("const", 4)),)),
+    "Comm_size": CallEffect("writes", "MPI: stores the number of ranks (an int)",
+                            writes=((1, ("const", 4)),)),
+    "Wtime": CallEffect("inactive", "MPI: the wall-clock time"),
+    "Wtick": CallEffect("inactive", "MPI: the timer's resolution"),
+}
+
+
+def _mpi_effect(name):
+    base, _ = mpi_base(name)
+    if base is None:
+        return None
+    got = _MPI_OWN.get(base)
+    if got is not None:
+        return got
+    return _MPI
+
+
 def mem_intrinsic(name: str):
     """'memcpy' / 'memmove' / 'memset' for those functions and their intrinsics."""
     for k in ("memcpy", "memmove", "memset"):
@@ -245,6 +357,8 @@ def call_effect(name: str):
         return got
     if name.startswith("__kmpc_"):
         return _OMP_EFFECT
+    if name.startswith(("MPI_", "PMPI_")):
+        return _mpi_effect(name)
     if name.startswith("llvm."):
         mem = mem_intrinsic(name)
         if mem is not None:

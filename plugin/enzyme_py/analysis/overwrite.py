@@ -30,7 +30,7 @@ import re
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi, Select,
                                Store, VAArg)
 from ..ir.values import Argument, ConstantInt
-from .effects import ALLOC_NAMES, call_effect
+from .effects import ALLOC_NAMES, call_effect, mpi_writes
 
 __all__ = ["Overwrite", "underlying_objects", "call_writes"]
 
@@ -142,6 +142,8 @@ def call_writes(call, module=None, pure=None):
         return None
     if kind == "omp":
         return "all"   # other threads of the team run meanwhile
+    if kind == "mpi":
+        return mpi_writes(name, args)
     if kind in ("memcpy", "memmove", "memset", "free"):
         return [args[0]]
     if kind == "alloc":
