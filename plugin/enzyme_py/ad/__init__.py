@@ -186,8 +186,10 @@ def _round(module, options, log) -> None:
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
+    from .unwind import strip_invokes
     for cname, orig in names.items():
         cf = module.get_function(cname)
+        strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
     ctx = Context(module, rename, log)

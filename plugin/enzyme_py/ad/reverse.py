@@ -95,8 +95,13 @@ class Context:
         # drop memory(...) and the stripped words (outside quotes)
         body = re.sub(r"\bmemory\([^)]*\)", "", body)
         toks = re.findall(r'"[^"]*"(?:="[^"]*")?|\S+', body)
-        toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
-        toks.append("nounwind")
+        if "nounwind" in toks:
+            toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
+        else:
+            # a primal that may throw (C++): its derivatives may too, and keep unwind
+            # tables so that the exception reaches the guard at the call site
+            # (unwind.guarded), which aborts with a message
+            toks = [t for t in toks if t not in _STRIP_ATTRS]
         n = max((int(k) for k in groups if k.isdigit()), default=-1) + 1
         groups[str(n)] = "{ " + " ".join(toks) + " }"
         self._attr_groups[key] = f"#{n}"
