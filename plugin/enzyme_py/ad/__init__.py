@@ -30,11 +30,16 @@ OPTIONS = {
 
 
 def _callees(fn, registry):
+    from .dispatch import candidates, is_indirect
     for inst in fn.instructions():
         if isinstance(inst, Call):
             c = inst.called_function
             if c is not None and not c.is_declaration and not registry.special(c.name):
                 yield c
+            elif c is None and is_indirect(inst):
+                # what a function pointer or a vtable may reach (ad/dispatch.py)
+                yield from (f for f in candidates(fn.parent, inst)
+                            if not registry.special(f.name))
 
 
 def _strip_fn_attrs(module, fn, cache):
@@ -193,6 +198,7 @@ def _round(module, options, log) -> None:
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
     ctx = Context(module, rename, log)
+    ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
     ctx.hooks = CallHooks(registry)
     fctx = ForwardContext(ctx, registry)
     plans = []

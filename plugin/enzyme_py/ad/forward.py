@@ -27,6 +27,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef
+from .dispatch import forward_target, is_indirect
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -140,7 +141,8 @@ class ForwardGen:
         if v not in self.act.shadowed:
             if isinstance(v, Function) or (isinstance(v, GlobalVariable)
                                            and not floatish(v.value_type)
-                                           and not has_pointer(v.value_type)):
+                                           and not has_pointer(v.value_type)) \
+                    or _vtable_like(v):
                 return [v] * self.W  # no tangent can be read or written through it
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.
@@ -418,6 +420,9 @@ class ForwardGen:
         if callee is not None and not callee.is_declaration and orig not in reg.gradients:
             self._defined(inst, A, callee)
             return
+        if callee is None and is_indirect(inst):
+            self._defined(inst, A, None)   # every candidate (ad/dispatch.py)
+            return
         if callee is None:
             raise NoDerivativeError("indirect call with active arguments cannot be "
                                     "differentiated", location=self.ctx.err_loc(inst),
@@ -491,14 +496,19 @@ class ForwardGen:
                 kinds.append("dup")
             else:
                 kinds.append("const")
-        g = self.ctx.get(callee, kinds, self.W)
+        e.at_before(A)
+        if callee is None:
+            g, target = forward_target(self, inst, kinds)
+        else:
+            g = self.ctx.get(callee, kinds, self.W)
+            target = g.fn
         call_args = []
         for a, k in zip(inst.args, kinds):
             call_args.append(self.P_(a))
             if k == "dup":
                 call_args.extend(self.S(a, inst) if a.type.is_pointer else self.T(a))
         e.at_before(A)
-        c = e.call_fn(g.fn, call_args)
+        c = e.insert(Call(g.fn.function_type, target, [e._v(a) for a in call_args]))
         if g.ret_pair:
             pv = e.extractvalue(c, [0])
             lanes = [e.extractvalue(c, [1 + k]) for k in range(self.W)]
@@ -514,3 +524,32 @@ class ForwardGen:
             new = c
         A.erase()
         self.vmap[inst] = new
+
+
+def _vtable_like(v) -> bool:
+    """A constant pointer into read-only data without floating-point values whose
+    pointers lead only to functions and to such data (a C++ vtable and its typeinfo):
+    nothing loaded through it can carry a tangent."""
+    if not v.is_constant or v.is_instruction or not v.type.is_pointer:
+        return False
+    for _ in range(16):
+        if v.is_global or not v.operands:
+            break
+        v = v.operand(0)
+    if not isinstance(v, GlobalVariable) or not v.is_constant or floatish(v.value_type):
+        return False
+    work, seen = [v.initializer] if v.initializer is not None else [], 0
+    while work and seen < 256:
+        c = work.pop()
+        seen += 1
+        if isinstance(c, Function):
+            continue
+        if isinstance(c, GlobalVariable):
+            if c.initializer is None and c.name.startswith("_ZT"):
+                continue    # the C++ runtime's vtables and typeinfo (declared only)
+            if not c.is_constant or floatish(c.value_type) \
+                    or c.initializer is None and has_pointer(c.value_type):
+                return False
+            continue
+        work.extend(c.operands)
+    return not work

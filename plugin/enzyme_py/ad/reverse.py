@@ -33,6 +33,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
+from .dispatch import Dispatched, is_indirect, resolve
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .kinds import check as check_kind
@@ -567,10 +568,19 @@ class ReverseGen:
         if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
             return
         callee = inst.called_function
+        pairs = None
+        if callee is None and is_indirect(inst):
+            # through a function pointer or a vtable: every candidate (ad/dispatch.py)
+            pairs = resolve(self.ctx, inst, self.ctx.err_loc(inst))
+            callee = pairs[0][1]
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
             g = self.ctx.get(callee, kinds, ret_active)
+            if pairs is not None:
+                self.e.at_before(A)
+                g = Dispatched(self, inst, pairs,
+                               [self.ctx.get(c, kinds, ret_active) for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):
@@ -578,7 +588,7 @@ class ReverseGen:
                 if k == "dup":
                     call_args.append(self._sh_aug(orig, inst))
             call_args.append(self.tape_aug)
-            c = Call(g.aug.function_type, g.aug, call_args)
+            c = Call(g.aug.function_type, g.aug if pairs is None else g.aug_callee, call_args)
             c.insert_before(A)
             if g.ret_shadow:
                 pv = ExtractValue(c, [0])
@@ -1127,7 +1137,8 @@ class ReverseGen:
             if g.ret_active:
                 call_args.append(self._take(inst))
             call_args.append(self.tape_rev)
-            res = e.call_fn(g.rev, call_args)
+            res = g.call_rev(self, b, call_args) if isinstance(g, Dispatched) \
+                else e.call_fn(g.rev, call_args)
             for j, a in enumerate(g.out_args):
                 actual = args[a.index]
                 if actual in act.active:
