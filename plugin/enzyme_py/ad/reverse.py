@@ -20,7 +20,7 @@ tape, so recursion needs nothing special.
 
 from __future__ import annotations
 
-from ..analysis.activity import Activity, floatish
+from ..analysis.activity import Activity, floatish, pointer_aggregate
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
@@ -230,8 +230,8 @@ class ReverseGen:
         rev_params = list(aug_params)
         aug_params.append(T.ptr)
         rt = primal.return_type
-        self.ret_shadow = rt.is_pointer
-        aug_rt = T.StructType([rt, T.ptr]) if self.ret_shadow else rt
+        self.ret_shadow = rt.is_pointer or pointer_aggregate(rt)
+        aug_rt = T.StructType([rt, rt]) if self.ret_shadow else rt
         if ret_active:
             rev_params.append(rt)
         rev_params.append(T.ptr)
@@ -324,7 +324,7 @@ class ReverseGen:
                     pv = ar.value
                     sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
                         r.value.is_instruction or isinstance(r.value, Argument)) \
-                        else ConstantNull(T.ptr)  # callers see an unshadowed result
+                        else ZeroInit(r.value.type)  # callers see an unshadowed result
                     agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
                     agg = e.insertvalue(agg, sv, [1])
                     ar.set_operand(0, agg)
@@ -396,7 +396,7 @@ class ReverseGen:
         s = self.sh_aug.get(v)
         if s is not None:
             return s
-        if isinstance(v, (ConstantNull, Undef, Poison)):
+        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return v.clone()
         if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
                 and not _mutable_data_global(v):
@@ -404,6 +404,12 @@ class ReverseGen:
             # adjoint can be accumulated there
             return v
         if v.type.is_pointer and v not in self.act.shadowed:
+            from ..analysis.types import holds_only_integers
+            if holds_only_integers(v):
+                # points at integers only (a C++ key passed by reference, kept in a
+                # std::tuple by std::map::operator[]): no adjoint is ever accumulated
+                # through it, so the primal pointer serves as its shadow
+                return self.vmap.get(v, v)
             # Never the primal pointer: adjoints accumulated through that "shadow"
             # would land in the program's own memory.
             raise ADError("a pointer without a shadow (constant data: a global, an "
@@ -426,15 +432,26 @@ class ReverseGen:
             S.name = None
             S.insert_after(A)
         elif isinstance(inst, Phi):
-            S = Phi(T.ptr)
+            S = Phi(inst.type)
             S.insert_after(A)
             pending_phis.append((inst, S))
+        elif isinstance(inst, ExtractValue):
+            S = ExtractValue(self._sh_aug(inst.operand(0), inst), inst.indices)
+            S.insert_after(A)
+        elif isinstance(inst, InsertValue):
+            # a struct of pointers (std::pair<node *, node *>): shadow pointers where the
+            # primal has pointers, the primal integers elsewhere
+            val = inst.operand(1)
+            sv = self._sh_aug(val, inst) if val.type.is_pointer \
+                or pointer_aggregate(val.type) else A.operand(1)
+            S = InsertValue(self._sh_aug(inst.operand(0), inst), sv, inst.indices)
+            S.insert_after(A)
         elif isinstance(inst, Select):
             S = Select(A.operand(0), self._sh_aug(inst.operand(1), inst),
                        self._sh_aug(inst.operand(2), inst))
             S.insert_after(A)
         elif isinstance(inst, Load):
-            S = Load(T.ptr, self._sh_aug(inst.operand(0), inst), align=inst.align)
+            S = Load(inst.type, self._sh_aug(inst.operand(0), inst), align=inst.align)
             S.insert_after(A)
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
@@ -452,6 +469,9 @@ class ReverseGen:
             if inst in self.replaced_calls:
                 # the augmented callee returned {primal, shadow}
                 self.sh_aug[inst] = self.ret_shadows[inst]
+                return
+            if inst in getattr(self, "mirrored", {}):
+                self.sh_aug[inst] = self.mirrored[inst]
                 return
             eff = call_effect(name)
             if eff is None or eff.kind != "alloc" or eff.out is not None:
@@ -476,7 +496,7 @@ class ReverseGen:
     def _aug_store(self, inst, A):
         v, p = inst.operand(0), inst.operand(1)
         if p in self.act.shadowed:
-            if v.type.is_pointer:
+            if v.type.is_pointer or pointer_aggregate(v.type):
                 if v not in self.act.shadowed and (v.is_instruction or isinstance(v, Argument)) \
                         and not self.act.may_hold_shadowed_pointers(p):
                     return  # a local that only ever holds pointers without shadows
@@ -486,6 +506,20 @@ class ReverseGen:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32:
+                from ..analysis.types import memory_kinds
+                kinds = memory_kinds([v.operand(0), p])
+                w = v.type.width
+                if kinds and "float-other" not in kinds and not (
+                        w == 32 and "float" in kinds or w == 64 and "double" in kinds
+                        or w not in (32, 64) and kinds & {"double", "float"}):
+                    # no floating-point value of this width there: an integer (a C++
+                    # key) or a pointer (an iterator copied at -O0); for pointers, the
+                    # same copy of the shadow bytes
+                    if "ptr" in kinds and w == 64:
+                        sv = Load(v.type, self._sh_aug(v.operand(0), inst), align=v.align)
+                        sv.insert_after(A)
+                        Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                    return
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
@@ -523,6 +557,18 @@ class ReverseGen:
         ekind = eff.kind if eff is not None else None
         if ekind in ("nomem", "free", "typehint"):
             return
+        if ekind == "mirror":
+            # a pointer-structure call (red-black tree): the same call on the shadows
+            if any(a in act.shadowed for a in inst.args):
+                c = A.clone({})
+                c.metadata, c.name = [], None
+                for k, a in enumerate(inst.args):
+                    if a.type.is_pointer:
+                        c.set_arg(k, self._sh_aug(a, inst))
+                c.insert_after(A)
+                self.mirrored = getattr(self, "mirrored", {})
+                self.mirrored[inst] = c
+            return
         if ekind == "alloc":
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
                 # posix_memalign: a shadow block, stored where the pointer goes
@@ -541,7 +587,7 @@ class ReverseGen:
                 kind = self._mem_kind(inst)
                 self.mem_kind = getattr(self, "mem_kind", {})
                 self.mem_kind[inst] = kind
-                if kind == "ptr":
+                if kind in ("ptr", "zero"):
                     if mem != "memset" and args[1] not in act.shadowed:
                         raise ADError(
                             "memcpy of pointers from memory without a shadow into memory "
@@ -622,9 +668,19 @@ class ReverseGen:
                  f"(__enzyme_inactivefn); see enzyme.h")
 
     def _mem_kind(self, inst):
-        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'."""
+        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
+        'zero' for a memset of zeros over anything else (the shadow is zeroed in both
+        sweeps)."""
         from ..analysis.types import memory_kinds
         kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []))
+        # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
+        # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
+        # floats dropped (the reverse of a store of constants drops them as well, so doing
+        # it already in the forward sweep changes nothing)
+        zeroing = _mem_intrinsic(inst.callee_name or "") == "memset" \
+            and isinstance(inst.args[1], ConstantInt) and inst.args[1].value == 0
+        if not kinds and zeroing:
+            return "zero"
         if not kinds:
             name = _mem_intrinsic(inst.callee_name or "")
             raise ADError(f"{name} into memory that carries derivatives, but type analysis "
@@ -641,6 +697,8 @@ class ReverseGen:
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
+        if zeroing:
+            return "zero"    # fields of several types (a C++ object)
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
@@ -1072,7 +1130,7 @@ class ReverseGen:
         name = inst.callee_name or ""
         args = inst.args
         ekind = _effect_kind(name)
-        if ekind == "nomem":
+        if ekind in ("nomem", "mirror"):
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
             return

@@ -31,7 +31,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
                                Ret, Select, Store)
 from ..ir.values import Argument
 
-__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS"]
+__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -200,3 +200,19 @@ def _access(inst, ty, kinds):
             kinds.add(k)
             return
     scalar_kinds(ty, kinds)
+
+
+def holds_only_integers(p) -> bool:
+    """Whether the memory behind the pointer ``p`` can hold only integers: type analysis
+    sees only integer accesses, or sees no floating-point access and ``p`` is a parameter
+    whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
+    int &``).  No derivative can be read or accumulated through such a pointer."""
+    kinds = memory_kinds([p])
+    if kinds == {"int"}:
+        return True
+    if not kinds or kinds & {"double", "float", "float-other"}:
+        return False
+    if isinstance(p, Argument):
+        m = re.search(r"\bdereferenceable\((\d+)\)", p.attrs or "")
+        return m is not None and int(m.group(1)) < 8
+    return False
