@@ -29,6 +29,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from .dispatch import forward_target, is_indirect
+from .sort import fwd_qsort
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -383,6 +384,10 @@ class ForwardGen:
             return
         nxt = self._next(A)
         e.at_before(nxt)
+        if ekind == "sort":
+            if args[0] in act.shadowed:
+                fwd_qsort(self, inst, A)   # ad/sort.py
+            return
         if ekind == "mirror":
             # a pointer-structure call (red-black tree): the same call on each lane's
             # shadows keeps the shadow structure linked like the primal one

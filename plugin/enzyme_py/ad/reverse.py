@@ -34,6 +34,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
 from .dispatch import Dispatched, is_indirect, resolve
+from .sort import aug_qsort, rev_qsort
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .kinds import check as check_kind
@@ -581,6 +582,10 @@ class ReverseGen:
             return
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
+        if ekind == "sort":
+            if args[0] in act.shadowed:
+                aug_qsort(self, inst, A)   # ad/sort.py
+            return
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:
@@ -1133,6 +1138,9 @@ class ReverseGen:
         if ekind in ("nomem", "mirror"):
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
+            return
+        if inst in getattr(self, "sorted", {}):
+            rev_qsort(self, inst, b)
             return
         if ekind == "alloc":
             if inst in getattr(self, "out_shadows", {}):      # posix_memalign

@@ -26,6 +26,9 @@ one is an error where it touches active data).  The kinds:
               ``llvm.dbg.*``, ``llvm.assume``...): dropped from the reverse sweep.
 ``typehint``  ``__enzyme_double(p, bytes)`` and friends: tell type analysis what the
               memory behind ``p`` holds; no effect at run time (the calls are removed).
+``sort``      ``qsort``: moves whole elements of an array (by a comparator); where the
+              array has a shadow the derivative code records the permutation and moves
+              the shadow the same way (ad/sort.py).
 ``mirror``    a library function that only walks or relinks a pointer structure (the
               red-black tree of libstdc++'s ``std::map``/``std::set``: increment,
               decrement, insert-and-rebalance, rebalance-for-erase): where its pointer
@@ -214,6 +217,8 @@ MIRRORED = frozenset({
 for _n in MIRRORED:
     _TABLE[_n] = CallEffect("mirror", "walks or relinks the nodes of a red-black tree "
                                       "(pointers only)")
+
+_TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
 
 TYPE_HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
               "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
