@@ -191,10 +191,12 @@ def _round(module, options, log) -> None:
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
+    from .complex import redirect_complex_calls
     from .unwind import strip_invokes
     for cname, orig in names.items():
         cf = module.get_function(cname)
         strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
+        redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
     ctx = Context(module, rename, log)

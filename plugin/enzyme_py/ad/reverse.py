@@ -89,24 +89,27 @@ class Context:
         import re
         m = re.search(r"#(\d+)", fn.fn_attrs or "")
         key = m.group(1) if m else None
-        if key in self._attr_groups:
-            return self._attr_groups[key]
+        inline_nounwind = re.search(r"(?<![\w\"])nounwind(?![\w\"])",
+                                    fn.fn_attrs or "") is not None
+        if (key, inline_nounwind) in self._attr_groups:
+            return self._attr_groups[(key, inline_nounwind)]
         groups = self.module.attribute_groups
         text = groups.get(key, "{ }") if key else "{ }"
         body = text.strip()[1:-1]
         # drop memory(...) and the stripped words (outside quotes)
         body = re.sub(r"\bmemory\([^)]*\)", "", body)
         toks = re.findall(r'"[^"]*"(?:="[^"]*")?|\S+', body)
-        if "nounwind" in toks:
+        if "nounwind" in toks or inline_nounwind:
             toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
+            toks.append("nounwind")
         else:
             # a primal that may throw (C++): its derivatives may too, and keep unwind
             # tables so that the exception reaches the guard at the call site
             # (unwind.guarded), which aborts with a message
-            toks = [t for t in toks if t not in _STRIP_ATTRS]
+            toks = [t for t in toks if t not in _STRIP_ATTRS] or ['"enzyme_py"']
         n = max((int(k) for k in groups if k.isdigit()), default=-1) + 1
         groups[str(n)] = "{ " + " ".join(toks) + " }"
-        self._attr_groups[key] = f"#{n}"
+        self._attr_groups[(key, inline_nounwind)] = f"#{n}"
         return f"#{n}"
 
     def get(self, fn, kinds, ret_active, stable_args=False):
