@@ -103,11 +103,14 @@ def may_unwind(module, fn) -> bool:
 def personality_of(module):
     """The C++ personality function the program uses (``__gxx_personality_v0``), or
     None for a program without exceptions."""
+    gxx = module.get_function("__gxx_personality_v0")
+    if gxx is not None:
+        return gxx
     for f in module.functions:
         p = f.personality
         if p is not None and getattr(p, "is_function", False):
             return p
-    return module.get_function("__gxx_personality_v0")
+    return None
 
 
 def _unwound(module):
