@@ -256,7 +256,18 @@ def call_effect(name: str):
             return _NOMEM
     if libm_base(name) is not None:
         return _MATH
+    if name.startswith(_CXX_TEXT_PREFIXES):
+        return _CXX_TEXT
     return None
+
+
+# std::string and std::allocator<char> members that libstdc++ instantiates out of line
+# (extern templates): they touch only characters, sizes and the string's own pointers
+_CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+                      "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+                      "_ZNSaIcEC", "_ZNSaIcED")
+_CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++): "
+                                   "characters only")
 
 
 _NOMEM = CallEffect("nomem", "intrinsic without effect on values or memory")
