@@ -105,6 +105,17 @@ double __enzyme_fwddiff(void *fn, ...);
  *   // Hessian-vector product: hv = H(x) v (dx gets the gradient)
  *   __enzyme_fwddiff((void *)grad, enzyme_dup, x, v, enzyme_dup, dx, hv, enzyme_const, n); */
 
+/* What the differentiated code may do besides plain C (both modes):
+ * - call through function pointers and C++ virtual functions: the candidates are the
+ *   functions the program defines whose address it takes, of the call's type; the
+ *   derivative dispatches on the pointer at run time (one the program does not define:
+ *   "enzyme: an indirect call ... reached a function that is not one of the N
+ *   candidate(s)" on stderr, abort()); no candidate at all: a compile error;
+ * - C++ exceptions enabled: calls that may throw are differentiated on their normal path;
+ *   a throw inside a derivative at run time is not unwound ("enzyme: an exception was
+ *   thrown inside the derivative of 'f'" on stderr, abort()), not even into a try/catch;
+ * - std::vector, std::map, std::unordered_map (at -O1 and above) holding active values. */
+
 /* Split mode, forward half: runs fn, returns the tape (declare it to return
  * struct { void *tape; double result; } to get the result as well).
  *   void *tape = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx); */
@@ -148,6 +159,9 @@ void __enzyme_pointer(void *p, unsigned long bytes);
  *   void *__enzyme_register_derivative_f[2] = {(void *)f, (void *)f_fwd};
  * Split-forward rule (checked; used by __enzyme_fwdsplit, which EnzymePy does not support).
  *   void *__enzyme_register_splitderivative_f[3] = {(void *)f, (void *)f_aug, (void *)f_fwd};
+ * When optimising, enzyme-cc keeps f out of line (noinline) in the file that registers
+ * its rule, so the inliner cannot bypass the rule; a rule registered in another file
+ * than f's definition needs __attribute__((noinline)) on f.
  * Give f the derivative of a libm function:
  *   void *__enzyme_function_like[2] = {(void *)mylog1p, (void *)"log1p"};
  * Inactive functions (calls carry no derivative) and globals (stores of active values are allowed and dropped):

@@ -195,6 +195,40 @@ def optimize(mod, options: PipelineOptions = PipelineOptions()) -> None:
     pm.run(mod, pb)
 
 
+def rules_out_of_line(data: bytes, level: int) -> bytes | None:
+    """``data``: a translation unit's bitcode before optimisation (clang
+    ``-Xclang -disable-llvm-passes``).  Mark ``noinline`` every function defined here
+    that an ``__enzyme_register_*`` global names first (the function a custom rule is
+    for), so that the inliner keeps it out of line and the AD pass finds the call to
+    replace; then run the ``-O<level>`` pipeline without vectorisation and unrolling (as
+    clang's pre-link pipeline leaves it).  Returns the optimised bitcode, or None when
+    the unit registers no rule for a function it defines."""
+    import re
+    mod = parse_bitcode(data, "the unoptimised bitcode")
+    names = set()
+    for g in mod.global_variables:
+        if g.name.startswith("__enzyme_register_"):
+            # @__enzyme_register_gradient_x = global [3 x ptr] [ptr @f, ptr @f_aug, ...]
+            m = re.search(r'\]\s*\[\s*ptr (@"(?:[^"\\]|\\.)*"|@[-\w.$]+)', str(g))
+            if m:
+                names.add(m.group(1)[1:].strip('"'))
+    marked = 0
+    for name in names:
+        try:
+            fn = mod.get_function(name)
+        except NameError:
+            continue
+        if fn.is_declaration or any(b"alwaysinline" in a for a in fn.attributes):
+            continue
+        fn.add_function_attribute("noinline")
+        marked += 1
+    if not marked:
+        return None
+    optimize(mod, PipelineOptions(level=level, vectorize=False, unroll=False))
+    verify(mod, "the module after pre-link optimisation")
+    return mod.as_bitcode()
+
+
 def emit_object(mod, level: int = 2, cpu: str = "", features: str = "") -> bytes:
     """Compile ``mod`` to a native relocatable object (PIC); see
     :func:`_target_machine` for ``cpu``."""

@@ -30,12 +30,17 @@ OPTIONS = {
 
 
 def _callees(fn, registry):
+    from .dispatch import candidates, is_indirect
     from .openmp import outlined_of
     for inst in fn.instructions():
         if isinstance(inst, Call):
             c = inst.called_function
             if c is not None and not c.is_declaration and not registry.special(c.name):
                 yield c
+            elif c is None and is_indirect(inst):
+                # what a function pointer or a vtable may reach (ad/dispatch.py)
+                yield from (f for f in candidates(fn.parent, inst)
+                            if not registry.special(f.name))
             o = outlined_of(inst)   # the body of an OpenMP parallel region
             if o is not None and not o.is_declaration:
                 yield o
@@ -194,12 +199,17 @@ def _round(module, options, log) -> None:
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
+    from .complex import redirect_complex_calls
+    from .unwind import strip_invokes
     for cname, orig in names.items():
         cf = module.get_function(cname)
+        strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
+        redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)
     ctx = Context(module, rename, log)
+    ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
     ctx.hooks = CallHooks(registry)
     fctx = ForwardContext(ctx, registry)
     plans = []

@@ -18,6 +18,7 @@ from ..ir.values import ConstantFP, ConstantInt, ZeroInit
 from .runtime import TAPE_TYPE
 from .emit import Emitter
 from .errors import CallSiteError
+from .unwind import guarded
 
 ENTRY_PREFIXES = {"__enzyme_autodiff": "reverse", "__enzyme_fwddiff": "forward",
                   "__enzyme_augmentfwd": "augment", "__enzyme_reverse": "split_reverse",
@@ -468,14 +469,14 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
         # vector mode (enzyme_width): one combined sweep per lane (see ad/vector.py)
         e.store(ZeroInit(TAPE_TYPE), tape, 8)
         args = _args_for(e, site, None, loc, lane=k if W > 1 else None)
-        p = e.call_fn(gen.aug, args + [tape])
+        p = e.call_fn(guarded(module, gen.aug, site.fn.name), args + [tape])
         if gen.ret_shadow:
             p = e.extractvalue(p, [0])
         primal = p if primal is None else primal
         rargs = list(args)
         if gen.ret_active:
             rargs.append(ConstantFP(fn.return_type, 1.0))
-        res = e.call_fn(gen.rev, rargs + [tape])
+        res = e.call_fn(guarded(module, gen.rev, site.fn.name), rargs + [tape])
         data = e.load(T.ptr, tape, 8)
         free = e.declare("free", T.void, [T.ptr])
         e.call_fn(free, [data])
@@ -494,7 +495,7 @@ def lower_forward(site: AutodiffSite, gen, module) -> None:
     call = site.call
     loc = location(call)
     e = Emitter(module).at_before(call)
-    res = e.call_fn(gen.fn, _args_for(e, site, None, loc))
+    res = e.call_fn(guarded(module, gen.fn, site.fn.name), _args_for(e, site, None, loc))
     rm = site.ret_markers
     if gen.ret_pair:
         primal = e.extractvalue(res, [0])

@@ -17,7 +17,8 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.activity import Activity, floatish, has_pointer, underlying_object
+from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
+                                 underlying_object)
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
 from ..ir import types as T
@@ -26,8 +27,10 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Invoke, Load, Phi, Ret, Select, ShuffleVector, Store, Switch,
                                UnaryOp, Unreachable)
 from ..ir.module import Function, GlobalVariable
-from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef
+from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi, openmp
+from .dispatch import forward_target, is_indirect
+from .sort import fwd_qsort
 from .emit import Emitter, copy_body, zero
 from .errors import ADError, NoDerivativeError
 from .kinds import check as check_kind
@@ -79,7 +82,7 @@ class ForwardGen:
             if k == "dup":
                 params.extend([a.type] * width)
         rt = primal.return_type
-        self.ret_pair = floatish(rt) or rt.is_pointer
+        self.ret_pair = floatish(rt) or rt.is_pointer or pointer_aggregate(rt)
         fret = T.StructType([rt] * (1 + width)) if self.ret_pair else rt
         base = ctx.fname(primal)
         w = f"{width}" if width > 1 else ""
@@ -136,16 +139,22 @@ class ForwardGen:
         got = self.sh.get(v)
         if got is not None:
             return got
-        if isinstance(v, (ConstantNull, Undef, Poison)):
+        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return [v.clone() for _ in range(self.W)]
         if v not in self.act.shadowed:
             if isinstance(v, Function) or (isinstance(v, GlobalVariable)
                                            and not floatish(v.value_type)
                                            and not has_pointer(v.value_type)) \
-                    or (isinstance(v, ConstantExpr) and v.opcode == "inttoptr"):
+                    or (isinstance(v, ConstantExpr) and v.opcode == "inttoptr") \
+                    or _vtable_like(v):
                 # no tangent can be read or written through it (a function, data without
-                # floats, an address made from an integer: MPI_IN_PLACE)
+                # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
+            from ..analysis.types import holds_only_integers
+            if holds_only_integers(v):
+                # points at integers only (a C++ key passed by reference): no tangent is
+                # read or written through it, so the primal pointer serves as its shadow
+                return [self.P_(v)] * self.W
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.
             raise ADError("a pointer without a shadow (constant data: a global, an "
@@ -179,7 +188,11 @@ class ForwardGen:
                 e.at_before(A)
                 v = inst.value
                 agg = e.insertvalue(Undef(self.fn.return_type), A.value, [0])
-                lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
+                if pointer_aggregate(v.type):
+                    lanes = self.S(v, inst) if v in self.act.shadowed or v.is_constant \
+                        else [ZeroInit(v.type)] * self.W   # a result without shadows
+                else:
+                    lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
                 for k, x in enumerate(lanes):
                     agg = e.insertvalue(agg, x, [1 + k])
                 A.set_operand(0, agg)
@@ -195,7 +208,7 @@ class ForwardGen:
                 lanes = []
                 after = A
                 for _ in range(self.W):
-                    p = Phi(T.ptr if shadow else inst.type)
+                    p = Phi(inst.type)
                     p.insert_after(after)
                     after = p
                     lanes.append(p)
@@ -214,7 +227,7 @@ class ForwardGen:
             if p in act.shadowed:
                 if inst in act.shadowed or inst in act.active:
                     lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
-                    (self.sh if inst.type.is_pointer else self.tan)[inst] = lanes
+                    (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
                 elif inst.type.is_int and any(isinstance(u, Store) and u.operand(0) is inst
                                               and u.operand(1) in act.shadowed
                                               for u in inst.users):
@@ -238,6 +251,16 @@ class ForwardGen:
             elif isinstance(inst, Select):
                 self.sh[inst] = [e.select(A.operand(0), x, y) for x, y in
                                  zip(self.S(inst.operand(1), inst), self.S(inst.operand(2), inst))]
+            elif isinstance(inst, ExtractValue):
+                self.sh[inst] = [e.extractvalue(x, inst.indices)
+                                 for x in self.S(inst.operand(0), inst)]
+            elif isinstance(inst, InsertValue):
+                # a struct of pointers: shadow pointers where the primal has pointers
+                val = inst.operand(1)
+                vals = self.S(val, inst) if val.type.is_pointer or pointer_aggregate(val.type) \
+                    else [A.operand(1)] * self.W
+                self.sh[inst] = [e.insertvalue(x, y, inst.indices)
+                                 for x, y in zip(self.S(inst.operand(0), inst), vals)]
             else:
                 raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                               location=self.ctx.err_loc(inst))
@@ -288,7 +311,7 @@ class ForwardGen:
         act, e = self.act, self.e
         v, p = inst.operand(0), inst.operand(1)
         if p in act.shadowed:
-            if v.type.is_pointer:
+            if v.type.is_pointer or pointer_aggregate(v.type):
                 vals = self.S(v, inst)
             elif floatish(v.type) or v in self.tan:
                 vals = self.T(v)
@@ -368,6 +391,25 @@ class ForwardGen:
         if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.fwd_call(self, inst, A)
             return
+        if ekind == "sort":
+            if args[0] in act.shadowed:
+                fwd_qsort(self, inst, A)   # ad/sort.py
+            return
+        if ekind == "mirror":
+            # a pointer-structure call (red-black tree): the same call on each lane's
+            # shadows keeps the shadow structure linked like the primal one
+            if any(a in act.shadowed for a in args):
+                lanes = []
+                for k in range(self.W):
+                    c = A.clone({})
+                    c.metadata, c.name = [], None
+                    for j, a in enumerate(args):
+                        if a.type.is_pointer:
+                            c.set_arg(j, self.S(a, inst)[k])
+                    lanes.append(e.insert(c))
+                if inst in act.shadowed:
+                    self.sh[inst] = lanes
+            return
         if ekind == "alloc":
             if eff.out is not None:
                 out = args[eff.out]
@@ -424,6 +466,9 @@ class ForwardGen:
             return
         if callee is not None and not callee.is_declaration and orig not in reg.gradients:
             self._defined(inst, A, callee)
+            return
+        if callee is None and is_indirect(inst):
+            self._defined(inst, A, None)   # every candidate (ad/dispatch.py)
             return
         if callee is None:
             raise NoDerivativeError("indirect call with active arguments cannot be "
@@ -498,14 +543,19 @@ class ForwardGen:
                 kinds.append("dup")
             else:
                 kinds.append("const")
-        g = self.ctx.get(callee, kinds, self.W)
+        e.at_before(A)
+        if callee is None:
+            g, target = forward_target(self, inst, kinds)
+        else:
+            g = self.ctx.get(callee, kinds, self.W)
+            target = g.fn
         call_args = []
         for a, k in zip(inst.args, kinds):
             call_args.append(self.P_(a))
             if k == "dup":
                 call_args.extend(self.S(a, inst) if a.type.is_pointer else self.T(a))
         e.at_before(A)
-        c = e.call_fn(g.fn, call_args)
+        c = e.insert(Call(g.fn.function_type, target, [e._v(a) for a in call_args]))
         if g.ret_pair:
             pv = e.extractvalue(c, [0])
             lanes = [e.extractvalue(c, [1 + k]) for k in range(self.W)]
@@ -521,3 +571,32 @@ class ForwardGen:
             new = c
         A.erase()
         self.vmap[inst] = new
+
+
+def _vtable_like(v) -> bool:
+    """A constant pointer into read-only data without floating-point values whose
+    pointers lead only to functions and to such data (a C++ vtable and its typeinfo):
+    nothing loaded through it can carry a tangent."""
+    if not v.is_constant or v.is_instruction or not v.type.is_pointer:
+        return False
+    for _ in range(16):
+        if v.is_global or not v.operands:
+            break
+        v = v.operand(0)
+    if not isinstance(v, GlobalVariable) or not v.is_constant or floatish(v.value_type):
+        return False
+    work, seen = [v.initializer] if v.initializer is not None else [], 0
+    while work and seen < 256:
+        c = work.pop()
+        seen += 1
+        if isinstance(c, Function):
+            continue
+        if isinstance(c, GlobalVariable):
+            if c.initializer is None and c.name.startswith("_ZT"):
+                continue    # the C++ runtime's vtables and typeinfo (declared only)
+            if not c.is_constant or floatish(c.value_type) \
+                    or c.initializer is None and has_pointer(c.value_type):
+                return False
+            continue
+        work.extend(c.operands)
+    return not work

@@ -58,7 +58,8 @@ INSTRUCTIONS = {
     I.Call: (RULE, "analysis.effects (call-effects table), rules.LIBM, custom rules, "
                    "defined functions differentiated through their bodies; an unknown "
                    "external function is an error"),
-    I.Invoke: (ERROR, "a call that may throw: no rule for unwinding in the reverse sweep"),
+    I.Invoke: (ERROR, "a call that may throw: rewritten as a call before differentiation "
+                      "(unwind.strip_invokes), so none should remain"),
     I.VAArg: (ERROR, "variadic arguments: their derivatives cannot be followed"),
     I.LandingPad: (INACTIVE, "exception bookkeeping: the caught exception's pointer and "
                              "selector carry no derivative"),

@@ -37,9 +37,10 @@ Wait / Waitall     start the adjoint messages (Irecv into a      complete the ta
 
 ``MPI_IN_PLACE`` is handled for Reduce/Allreduce with SUM, also when the program
 chooses it at run time (``me == root ? MPI_IN_PLACE : x``); elsewhere it is a compile
-error when constant, else the derivative stops with a message at run time.  The communication is emitted whether
-or not the buffers on this rank carry derivatives (zeros are sent, received adjoints
-dropped): the peer's adjoint communication must find its partner.  Receives with
+error when constant, else the derivative stops with a message at run time.  The
+communication is emitted whether or not the buffers on this rank carry derivatives
+(zeros are sent, received adjoints dropped): the peer's adjoint communication must
+find its partner.  Receives with
 ``MPI_ANY_SOURCE``/``MPI_ANY_TAG`` (or a source/tag not known at compile time) read
 the actual source and tag from the status (a local one when the program passed
 ``MPI_STATUS_IGNORE``) so the adjoint goes back to the sender.

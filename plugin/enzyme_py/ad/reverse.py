@@ -20,7 +20,7 @@ tape, so recursion needs nothing special.
 
 from __future__ import annotations
 
-from ..analysis.activity import Activity, floatish
+from ..analysis.activity import Activity, floatish, pointer_aggregate
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
@@ -34,6 +34,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi
 from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
+from .dispatch import Dispatched, is_indirect, resolve
+from .sort import aug_qsort, rev_qsort
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .kinds import check as check_kind
@@ -89,19 +91,27 @@ class Context:
         import re
         m = re.search(r"#(\d+)", fn.fn_attrs or "")
         key = m.group(1) if m else None
-        if key in self._attr_groups:
-            return self._attr_groups[key]
+        inline_nounwind = re.search(r"(?<![\w\"])nounwind(?![\w\"])",
+                                    fn.fn_attrs or "") is not None
+        if (key, inline_nounwind) in self._attr_groups:
+            return self._attr_groups[(key, inline_nounwind)]
         groups = self.module.attribute_groups
         text = groups.get(key, "{ }") if key else "{ }"
         body = text.strip()[1:-1]
         # drop memory(...) and the stripped words (outside quotes)
         body = re.sub(r"\bmemory\([^)]*\)", "", body)
         toks = re.findall(r'"[^"]*"(?:="[^"]*")?|\S+', body)
-        toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
-        toks.append("nounwind")
+        if "nounwind" in toks or inline_nounwind:
+            toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
+            toks.append("nounwind")
+        else:
+            # a primal that may throw (C++): its derivatives may too, and keep unwind
+            # tables so that the exception reaches the guard at the call site
+            # (unwind.guarded), which aborts with a message
+            toks = [t for t in toks if t not in _STRIP_ATTRS] or ['"enzyme_py"']
         n = max((int(k) for k in groups if k.isdigit()), default=-1) + 1
         groups[str(n)] = "{ " + " ".join(toks) + " }"
-        self._attr_groups[key] = f"#{n}"
+        self._attr_groups[(key, inline_nounwind)] = f"#{n}"
         return f"#{n}"
 
     def get(self, fn, kinds, ret_active, stable_args=False, parallel=False):
@@ -229,8 +239,8 @@ class ReverseGen:
         rev_params = list(aug_params)
         aug_params.append(T.ptr)
         rt = primal.return_type
-        self.ret_shadow = rt.is_pointer
-        aug_rt = T.StructType([rt, T.ptr]) if self.ret_shadow else rt
+        self.ret_shadow = rt.is_pointer or pointer_aggregate(rt)
+        aug_rt = T.StructType([rt, rt]) if self.ret_shadow else rt
         if ret_active:
             rev_params.append(rt)
         rev_params.append(T.ptr)
@@ -323,7 +333,7 @@ class ReverseGen:
                     pv = ar.value
                     sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
                         r.value.is_instruction or isinstance(r.value, Argument)) \
-                        else ConstantNull(T.ptr)  # callers see an unshadowed result
+                        else ZeroInit(r.value.type)  # callers see an unshadowed result
                     agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
                     agg = e.insertvalue(agg, sv, [1])
                     ar.set_operand(0, agg)
@@ -395,7 +405,7 @@ class ReverseGen:
         s = self.sh_aug.get(v)
         if s is not None:
             return s
-        if isinstance(v, (ConstantNull, Undef, Poison)):
+        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return v.clone()
         if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
                 and not _mutable_data_global(v):
@@ -403,6 +413,12 @@ class ReverseGen:
             # adjoint can be accumulated there
             return v
         if v.type.is_pointer and v not in self.act.shadowed:
+            from ..analysis.types import holds_only_integers
+            if holds_only_integers(v):
+                # points at integers only (a C++ key passed by reference, kept in a
+                # std::tuple by std::map::operator[]): no adjoint is ever accumulated
+                # through it, so the primal pointer serves as its shadow
+                return self.vmap.get(v, v)
             # Never the primal pointer: adjoints accumulated through that "shadow"
             # would land in the program's own memory.
             raise ADError("a pointer without a shadow (constant data: a global, an "
@@ -425,15 +441,26 @@ class ReverseGen:
             S.name = None
             S.insert_after(A)
         elif isinstance(inst, Phi):
-            S = Phi(T.ptr)
+            S = Phi(inst.type)
             S.insert_after(A)
             pending_phis.append((inst, S))
+        elif isinstance(inst, ExtractValue):
+            S = ExtractValue(self._sh_aug(inst.operand(0), inst), inst.indices)
+            S.insert_after(A)
+        elif isinstance(inst, InsertValue):
+            # a struct of pointers (std::pair<node *, node *>): shadow pointers where the
+            # primal has pointers, the primal integers elsewhere
+            val = inst.operand(1)
+            sv = self._sh_aug(val, inst) if val.type.is_pointer \
+                or pointer_aggregate(val.type) else A.operand(1)
+            S = InsertValue(self._sh_aug(inst.operand(0), inst), sv, inst.indices)
+            S.insert_after(A)
         elif isinstance(inst, Select):
             S = Select(A.operand(0), self._sh_aug(inst.operand(1), inst),
                        self._sh_aug(inst.operand(2), inst))
             S.insert_after(A)
         elif isinstance(inst, Load):
-            S = Load(T.ptr, self._sh_aug(inst.operand(0), inst), align=inst.align)
+            S = Load(inst.type, self._sh_aug(inst.operand(0), inst), align=inst.align)
             S.insert_after(A)
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
@@ -451,6 +478,9 @@ class ReverseGen:
             if inst in self.replaced_calls:
                 # the augmented callee returned {primal, shadow}
                 self.sh_aug[inst] = self.ret_shadows[inst]
+                return
+            if inst in getattr(self, "mirrored", {}):
+                self.sh_aug[inst] = self.mirrored[inst]
                 return
             eff = call_effect(name)
             if eff is None or eff.kind != "alloc" or eff.out is not None:
@@ -475,7 +505,7 @@ class ReverseGen:
     def _aug_store(self, inst, A):
         v, p = inst.operand(0), inst.operand(1)
         if p in self.act.shadowed:
-            if v.type.is_pointer:
+            if v.type.is_pointer or pointer_aggregate(v.type):
                 if v not in self.act.shadowed and (v.is_instruction or isinstance(v, Argument)) \
                         and not self.act.may_hold_shadowed_pointers(p):
                     return  # a local that only ever holds pointers without shadows
@@ -485,6 +515,20 @@ class ReverseGen:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32:
+                from ..analysis.types import memory_kinds
+                kinds = memory_kinds([v.operand(0), p])
+                w = v.type.width
+                if kinds and "float-other" not in kinds and not (
+                        w == 32 and "float" in kinds or w == 64 and "double" in kinds
+                        or w not in (32, 64) and kinds & {"double", "float"}):
+                    # no floating-point value of this width there: an integer (a C++
+                    # key) or a pointer (an iterator copied at -O0); for pointers, the
+                    # same copy of the shadow bytes
+                    if "ptr" in kinds and w == 64:
+                        sv = Load(v.type, self._sh_aug(v.operand(0), inst), align=v.align)
+                        sv.insert_after(A)
+                        Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                    return
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
@@ -527,6 +571,18 @@ class ReverseGen:
         if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.aug_call(self, inst, A)
             return
+        if ekind == "mirror":
+            # a pointer-structure call (red-black tree): the same call on the shadows
+            if any(a in act.shadowed for a in inst.args):
+                c = A.clone({})
+                c.metadata, c.name = [], None
+                for k, a in enumerate(inst.args):
+                    if a.type.is_pointer:
+                        c.set_arg(k, self._sh_aug(a, inst))
+                c.insert_after(A)
+                self.mirrored = getattr(self, "mirrored", {})
+                self.mirrored[inst] = c
+            return
         if ekind == "alloc":
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
                 # posix_memalign: a shadow block, stored where the pointer goes
@@ -539,13 +595,17 @@ class ReverseGen:
             return
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
+        if ekind == "sort":
+            if args[0] in act.shadowed:
+                aug_qsort(self, inst, A)   # ad/sort.py
+            return
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:
                 kind = self._mem_kind(inst)
                 self.mem_kind = getattr(self, "mem_kind", {})
                 self.mem_kind[inst] = kind
-                if kind == "ptr":
+                if kind in ("ptr", "zero"):
                     if mem != "memset" and args[1] not in act.shadowed:
                         raise ADError(
                             "memcpy of pointers from memory without a shadow into memory "
@@ -572,10 +632,20 @@ class ReverseGen:
         if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
             return
         callee = inst.called_function
+        pairs = None
+        if callee is None and is_indirect(inst):
+            # through a function pointer or a vtable: every candidate (ad/dispatch.py)
+            pairs = resolve(self.ctx, inst, self.ctx.err_loc(inst))
+            callee = pairs[0][1]
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
             g = self.ctx.get(callee, kinds, ret_active, parallel=self.parallel)
+            if pairs is not None:
+                self.e.at_before(A)
+                g = Dispatched(self, inst, pairs,
+                               [self.ctx.get(c, kinds, ret_active, parallel=self.parallel)
+                                for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):
@@ -583,7 +653,7 @@ class ReverseGen:
                 if k == "dup":
                     call_args.append(self._sh_aug(orig, inst))
             call_args.append(self.tape_aug)
-            c = Call(g.aug.function_type, g.aug, call_args)
+            c = Call(g.aug.function_type, g.aug if pairs is None else g.aug_callee, call_args)
             c.insert_before(A)
             if g.ret_shadow:
                 pv = ExtractValue(c, [0])
@@ -617,9 +687,19 @@ class ReverseGen:
                  f"(__enzyme_inactivefn); see enzyme.h")
 
     def _mem_kind(self, inst):
-        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'."""
+        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
+        'zero' for a memset of zeros over anything else (the shadow is zeroed in both
+        sweeps)."""
         from ..analysis.types import memory_kinds
         kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []))
+        # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
+        # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
+        # floats dropped (the reverse of a store of constants drops them as well, so doing
+        # it already in the forward sweep changes nothing)
+        zeroing = _mem_intrinsic(inst.callee_name or "") == "memset" \
+            and isinstance(inst.args[1], ConstantInt) and inst.args[1].value == 0
+        if not kinds and zeroing:
+            return "zero"
         if not kinds:
             name = _mem_intrinsic(inst.callee_name or "")
             raise ADError(f"{name} into memory that carries derivatives, but type analysis "
@@ -636,6 +716,8 @@ class ReverseGen:
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
+        if zeroing:
+            return "zero"    # fields of several types (a C++ object)
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
@@ -1070,12 +1152,15 @@ class ReverseGen:
         name = inst.callee_name or ""
         args = inst.args
         ekind = _effect_kind(name)
-        if ekind == "nomem" or openmp.rev_call(self, inst, b):
+        if ekind in ("nomem", "mirror") or openmp.rev_call(self, inst, b):
             return
         if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.rev_call(self, inst, b)
             return
         if self.ctx.hooks is not None and self.ctx.hooks.rev_call(self, inst, b):
+            return
+        if inst in getattr(self, "sorted", {}):
+            rev_qsort(self, inst, b)
             return
         if ekind == "alloc":
             if inst in getattr(self, "out_shadows", {}):      # posix_memalign
@@ -1138,7 +1223,8 @@ class ReverseGen:
             if g.ret_active:
                 call_args.append(self._take(inst))
             call_args.append(self.tape_rev)
-            res = e.call_fn(g.rev, call_args)
+            res = g.call_rev(self, b, call_args) if isinstance(g, Dispatched) \
+                else e.call_fn(g.rev, call_args)
             for j, a in enumerate(g.out_args):
                 actual = args[a.index]
                 if actual in act.active:

@@ -27,6 +27,7 @@ from ..ir.values import ConstantInt
 from .callsite import _args_for, _coerce, _finish, _pack, location
 from .emit import Emitter
 from .errors import CallSiteError
+from .unwind import guarded
 
 __all__ = ["lower_split", "static_tape_bytes", "HEADER"]
 
@@ -107,7 +108,7 @@ def lower_split(site, gen, module):
         else:
             calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
             hdr = e.call_fn(calloc, [ConstantInt(T.i64, 1), ConstantInt(T.i64, HEADER)])
-        primal = e.call_fn(gen.aug, args + [hdr])
+        primal = e.call_fn(guarded(module, gen.aug, site.fn.name), args + [hdr])
         if gen.ret_shadow:
             primal = e.extractvalue(primal, [0])
         rty = call.type
@@ -140,7 +141,7 @@ def lower_split(site, gen, module):
         raise CallSiteError(f"{call.callee_name}: too many arguments for '{site.fn.name}'",
                             location=loc)
     hdr = _coerce(e, tape, T.ptr, loc)
-    res = e.call_fn(gen.rev, rargs + [hdr])
+    res = e.call_fn(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
     if site.allocated is None and not site.nofree:
         free = e.declare("free", T.void, [T.ptr])
         e.call_fn(free, [e.load(T.ptr, hdr, 8)])

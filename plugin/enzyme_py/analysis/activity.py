@@ -28,13 +28,14 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg)
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
-__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object"]
+__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object",
+           "pointer_aggregate"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
 # calls whose results never carry derivatives (see effects.py)
 _NO_DERIVATIVE_RESULT = ("inactive", "writes", "alloc", "free", "memcpy", "memmove", "memset",
-                         "nomem", "typehint", "omp")
+                         "nomem", "typehint", "omp", "mirror")
 
 
 def _contains(ty, leaf) -> bool:
@@ -57,6 +58,14 @@ def floatish(ty) -> bool:
 def has_pointer(ty) -> bool:
     """Whether values of ``ty`` hold pointers."""
     return _contains(ty, lambda t: t.is_pointer)
+
+
+def pointer_aggregate(ty) -> bool:
+    """A struct or array of pointers (and integers), no floating-point values: a value
+    that may carry shadows, like ``std::pair<node *, node *>`` returned in registers.
+    Its shadow has the same type (shadow pointers where the primal has pointers, the
+    primal integers elsewhere)."""
+    return (ty.is_struct or ty.is_array) and has_pointer(ty) and not floatish(ty)
 
 
 def underlying_object(v, limit=64):
@@ -112,7 +121,13 @@ class Activity:
     def _classify(self, i):
         ty = i.type
         ops = i.operands
-        if ty.is_pointer:
+        if pointer_aggregate(ty) or ty.is_pointer and isinstance(i, ExtractValue):
+            if isinstance(i, ExtractValue):
+                return "shadow" if ops[0] in self.shadowed else None
+            if isinstance(i, InsertValue):
+                return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed \
+                    else None
+        if ty.is_pointer or pointer_aggregate(ty):
             if isinstance(i, Alloca):
                 st = self.slots.get(i)
                 if st is None:
@@ -134,6 +149,8 @@ class Activity:
                 eff = call_effect(name)
                 if eff is not None and eff.kind == "alloc" and eff.out is None:
                     return "shadow"
+                if eff is not None and eff.kind == "mirror":
+                    return "shadow" if any(a in self.shadowed for a in i.args) else None
                 if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                     return None
                 callee = i.called_function

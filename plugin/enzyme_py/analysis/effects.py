@@ -39,6 +39,15 @@ one is an error where it touches active data).  The kinds:
               the calls without a rule and ``MPI_Wait``, which completes a receive).
               ``MPI_Comm_rank``/``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick``
               ``inactive``.
+``sort``      ``qsort``: moves whole elements of an array (by a comparator); where the
+              array has a shadow the derivative code records the permutation and moves
+              the shadow the same way (ad/sort.py).
+``mirror``    a library function that only walks or relinks a pointer structure (the
+              red-black tree of libstdc++'s ``std::map``/``std::set``: increment,
+              decrement, insert-and-rebalance, rebalance-for-erase): where its pointer
+              arguments have shadows it is called again on the shadows, so the shadow
+              structure stays linked like the primal one, and a pointer result's shadow
+              is the result of that call; no derivative flows through it.
 
 Sizes (``writes`` and ``alloc``) are tuples: ``("arg", i)`` the value of argument i;
 ``("mul", i, j)`` the product of two arguments; ``("const", n)`` n bytes when the
@@ -142,6 +151,14 @@ _TABLE.update(_inactive(
 _TABLE.update(_inactive(
     "C++ static-initialisation guard: touches only the guard variable",
     "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort"))
+_TABLE.update(_inactive("libstdc++'s hash of bytes (std::hash of strings): integer result",
+                        "_ZSt11_Hash_bytesPKvmm", "_ZSt15_Fnv_hash_bytesPKvmm"))
+# std::unordered_map's rehash policy {float max_load_factor; size_t next_resize}: integer
+# results, and it updates next_resize (its 16 bytes carry no derivative)
+_TABLE.update(_writes("libstdc++'s hash table growth policy (std::unordered_map)",
+                      ["_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
+                       "_ZNKSt8__detail20_Prime_rehash_policy11_M_next_bktEm"],
+                      (0, ("const", 16))))
 _TABLE.update(_inactive("EnzymePy runtime: the digamma of a derivative rule",
                         "__enzyme_py_digamma"))
 _TABLE.update(_inactive("EnzymePy runtime: reports out of memory and aborts",
@@ -222,6 +239,21 @@ _TABLE.update(_inactive("OpenMP query or setting: no derivative, no program memo
                         "omp_get_ancestor_thread_num", "omp_get_team_size",
                         "omp_init_lock", "omp_destroy_lock", "omp_init_nest_lock",
                         "omp_destroy_nest_lock"))
+
+# libstdc++'s out-of-line red-black tree functions (std::map, std::set, std::multimap)
+MIRRORED = frozenset({
+    "_ZSt18_Rb_tree_incrementPSt18_Rb_tree_node_base",
+    "_ZSt18_Rb_tree_incrementPKSt18_Rb_tree_node_base",
+    "_ZSt18_Rb_tree_decrementPSt18_Rb_tree_node_base",
+    "_ZSt18_Rb_tree_decrementPKSt18_Rb_tree_node_base",
+    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
+    "_ZSt28_Rb_tree_rebalance_for_erasePSt18_Rb_tree_node_baseRS_",
+})
+for _n in MIRRORED:
+    _TABLE[_n] = CallEffect("mirror", "walks or relinks the nodes of a red-black tree "
+                                      "(pointers only)")
+
+_TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
 
 TYPE_HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
               "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -367,7 +399,18 @@ def call_effect(name: str):
             return _NOMEM
     if libm_base(name) is not None:
         return _MATH
+    if name.startswith(_CXX_TEXT_PREFIXES):
+        return _CXX_TEXT
     return None
+
+
+# std::string and std::allocator<char> members that libstdc++ instantiates out of line
+# (extern templates): they touch only characters, sizes and the string's own pointers
+_CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+                      "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+                      "_ZNSaIcEC", "_ZNSaIcED")
+_CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++): "
+                                   "characters only")
 
 
 _NOMEM = CallEffect("nomem", "intrinsic without effect on values or memory")

@@ -13,7 +13,8 @@ collects every typed access reachable from the same underlying objects:
 - across calls, both ways: a pointer passed to a defined function is followed into the
   callee's parameter, and a parameter is followed to the arguments at every call site of
   its function (so a ``noinline`` helper that only memcpys learns the type from its
-  callers);
+  callers); a pointer a defined function returns is followed to what it returns (C++
+  accessors and allocator wrappers at -O0);
 - the program's hints ``__enzyme_double(p, bytes)``, ``__enzyme_float``,
   ``__enzyme_integer``, ``__enzyme_pointer`` (see include/enzyme.h).
 
@@ -27,10 +28,10 @@ from __future__ import annotations
 import re
 
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
-                               Select, Store)
+                               Ret, Select, Store)
 from ..ir.values import Argument
 
-__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS"]
+__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -151,6 +152,15 @@ def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
             for c in _call_sites(v.parent):
                 if v.index < len(c.args):
                     work.extend(_roots(c.args[v.index]))
+        elif isinstance(v, Call) and v.type.is_pointer:
+            # a pointer returned by a defined function (an accessor, an allocator
+            # wrapper, C++'s std::__niter_base): what the callee returns
+            callee = v.called_function
+            if callee is not None and not callee.is_declaration:
+                for b in callee.blocks:
+                    t = b.terminator
+                    if isinstance(t, Ret) and t.value is not None:
+                        work.extend(_roots(t.value))
         for u in v.uses:
             user = u.user
             if user is exclude:
@@ -190,3 +200,19 @@ def _access(inst, ty, kinds):
             kinds.add(k)
             return
     scalar_kinds(ty, kinds)
+
+
+def holds_only_integers(p) -> bool:
+    """Whether the memory behind the pointer ``p`` can hold only integers: type analysis
+    sees only integer accesses, or sees no floating-point access and ``p`` is a parameter
+    whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
+    int &``).  No derivative can be read or accumulated through such a pointer."""
+    kinds = memory_kinds([p])
+    if kinds == {"int"}:
+        return True
+    if not kinds or kinds & {"double", "float", "float-other"}:
+        return False
+    if isinstance(p, Argument):
+        m = re.search(r"\bdereferenceable\((\d+)\)", p.attrs or "")
+        return m is not None and int(m.group(1)) < 8
+    return False

@@ -267,6 +267,43 @@ class Driver:
         cmd += ["-c", "-x", src.lang, src.path, "-o", out]
         return cmd
 
+    def compile_source(self, src: Input, out: str, bitcode_only: bool,
+                       dep_target: str | None) -> None:
+        """Compile ``src`` to ``out``.  A unit that registers a custom rule
+        (``__enzyme_register_*``) for a function it defines is compiled again in two
+        steps when optimising: unoptimised bitcode, ``noinline`` on the functions the
+        rules are for, then the optimisation (``llvm.rules_out_of_line``).  Otherwise
+        clang's inliner would copy such a function's body into its callers and the AD
+        pass would differentiate the body instead of using the rule."""
+        self.call(self.compile_command(src, out, bitcode_only, dep_target))
+        speed = self.args.opt_level[0]
+        if speed == 0 or src.lang in ("assembler", "assembler-with-cpp"):
+            return
+        if b"__enzyme_register_" not in _read(out):
+            return
+        pre = out + ".pre.bc"
+        try:
+            self.call(self.compile_command(src, pre, True, dep_target or out)
+                      + ["-Xclang", "-disable-llvm-passes"])
+            bc = llvm.rules_out_of_line(_read(pre), speed)
+            if bc is None:
+                return
+            if bitcode_only or self.clang.major != llvm.llvm_major():
+                # (an older clang cannot read this LLVM's bitcode: the object is raw
+                # bitcode, which enzyme-cc links like any other)
+                with open(out, "wb") as f:
+                    f.write(bc)
+                return
+            with open(pre, "wb") as f:
+                f.write(bc)
+            cmd = self.clang.command(self.args.cxx) + self.opt_flags() + [
+                "-Wno-unused-command-line-argument", "-flto=thin"]
+            cmd += ["-ffat-lto-objects"] if self.clang.fat_lto else ["-fembed-bitcode=all"]
+            self.call(cmd + ["-c", "-x", "ir", pre, "-o", out])
+        finally:
+            if os.path.exists(pre):
+                os.unlink(pre)
+
     def compile_only(self) -> None:
         a = self.args
         sources = a.sources
@@ -281,7 +318,7 @@ class Driver:
         for src in sources:
             out = a.output or os.path.splitext(os.path.basename(src.path))[0] + ".o"
             with atomic_output(out) as tmp_out:
-                self.call(self.compile_command(src, tmp_out, bitcode_only=False, dep_target=out))
+                self.compile_source(src, tmp_out, bitcode_only=False, dep_target=out)
                 try:
                     bitcode.privatize(tmp_out)
                 except OSError as e:
@@ -314,8 +351,8 @@ class Driver:
                     final.append(obj)
                     continue
                 bc = os.path.join(self.tmp, f"{n}.bc")
-                self.call(self.compile_command(item, bc, bitcode_only=True,
-                                               dep_target=out if a.dep_gen else None))
+                self.compile_source(item, bc, bitcode_only=True,
+                                    dep_target=out if a.dep_gen else None)
                 modules.append((item.path, _read(bc)))
                 if merged_slot is None:
                     merged_slot = len(final)

@@ -1,0 +1,171 @@
+"""C++ exceptions in differentiated code.
+
+Derivative code does not unwind.  The private copies of the functions to differentiate
+are rewritten before the AD generators see them (:func:`strip_invokes`): every
+``invoke`` becomes a ``call`` followed by a branch to its normal destination, and the
+landing pads, cleanups and ``resume`` blocks that only the unwind edges reached are
+deleted.  So the normal path is differentiated like any other code, and the derivative
+of a run that did not throw is exact.
+
+A throw at run time inside a derivative (``__cxa_throw`` in differentiated code, or an
+exception out of a library function it calls: ``std::bad_alloc`` from ``operator new``,
+``std::length_error`` from a vector) must not unwind into the caller with the tape and
+the shadows half built.  Generated functions whose primal may unwind (no ``nounwind``)
+keep unwind tables (see ``reverse.Context.attrs_for``), and the call site calls them
+through a guard (:func:`guarded`): a wrapper that ``invoke``s the generated function and
+whose landing pad catches everything, prints ``enzyme: an exception was thrown inside
+the derivative of 'f' ...`` on stderr and calls ``abort()``.  A try/catch inside the
+differentiated function does not catch it either (its landing pad is gone): the run is
+aborted the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir import types as T
+from ..ir.instructions import Br, Call, Invoke, LandingPad, Ret, Unreachable
+from ..ir.values import ConstantInt, ConstantNull
+
+__all__ = ["strip_invokes", "may_unwind", "guarded", "personality_of"]
+
+UNWOUND = "__enzyme_py_unwound"
+
+
+def strip_invokes(fn) -> bool:
+    """Replace each ``invoke`` of ``fn`` by a ``call`` and a branch to its normal
+    destination; delete the blocks no longer reachable (landing pads, cleanups).
+    Returns whether anything changed."""
+    invokes = [b.terminator for b in fn.blocks if isinstance(b.terminator, Invoke)]
+    if not invokes:
+        return False
+    for inv in invokes:
+        blk = inv.parent
+        c = Call(inv.function_type, inv.callee, inv.args, flags=inv.flags, cc=inv.cc,
+                 ret_attrs=inv.ret_attrs, arg_attrs=inv.arg_attrs, fn_attrs=inv.fn_attrs,
+                 bundles=inv.bundle_operands)
+        c.metadata = list(inv.metadata)
+        c.insert_before(inv)
+        if inv.uses:
+            inv.replace_all_uses_with(c)
+        normal, unwind = inv.normal_dest, inv.unwind_dest
+        for phi in unwind.phis:
+            phi.remove_incoming(blk)
+        inv.dbg_records, recs = [], inv.dbg_records
+        inv.erase()
+        br = Br(normal)
+        blk.append(br)
+        br.dbg_records = recs
+    _remove_unreachable(fn)
+    return True
+
+
+def _remove_unreachable(fn) -> None:
+    seen, work = set(), [fn.entry_block]
+    while work:
+        b = work.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        work.extend(b.successors)
+    dead = [b for b in fn.blocks if b not in seen]
+    if not dead:
+        return
+    for b in dead:
+        for s in b.successors:
+            if s in seen:
+                for phi in s.phis:
+                    while phi.incoming_for(b) is not None:
+                        phi.remove_incoming(b)
+    for b in dead:
+        for inst in b.instructions:
+            for r in inst.dbg_records:
+                r.drop_all_references()
+            inst.dbg_records = []
+            inst.drop_all_references()
+    for b in dead:
+        b.erase()
+    # a phi left with one incoming value is fine for LLVM; nothing else to fix
+
+
+def _group_text(module, fn_attrs: str) -> str:
+    text = fn_attrs or ""
+    for key in re.findall(r"#(\d+)", text):
+        text += " " + module.attribute_groups.get(key, "")
+    return text
+
+
+def may_unwind(module, fn) -> bool:
+    """Whether ``fn``'s attributes allow it to unwind (no ``nounwind``)."""
+    return re.search(r'(?<!["\w])nounwind(?![\w"])', _group_text(module, fn.fn_attrs)) is None
+
+
+def personality_of(module):
+    """The C++ personality function the program uses (``__gxx_personality_v0``), or
+    None for a program without exceptions."""
+    gxx = module.get_function("__gxx_personality_v0")
+    if gxx is not None:
+        return gxx
+    for f in module.functions:
+        p = f.personality
+        if p is not None and getattr(p, "is_function", False):
+            return p
+    return None
+
+
+def _unwound(module):
+    """``__enzyme_py_unwound(msg, len)``: write the message to stderr, abort."""
+    from .emit import Emitter
+    fn = module.get_function(UNWOUND)
+    if fn is not None:
+        return fn
+    fn = module.add_function(UNWOUND, T.FunctionType(T.void, [T.ptr, T.i64]),
+                             linkage="internal", fn_attrs="noinline cold noreturn nounwind",
+                             unique=False)
+    e = Emitter(module)
+    e.at_end(fn.append_basic_block("entry"))
+    write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
+    e.call_fn(write, [ConstantInt(T.i32, 2), fn.args[0], fn.args[1]])
+    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.insert(Unreachable())
+    return fn
+
+
+def guarded(module, fn, what: str):
+    """``fn`` itself when it cannot unwind; else a wrapper of the same type that calls
+    it and aborts with a message naming ``what`` when an exception comes out."""
+    if not may_unwind(module, fn):
+        return fn
+    pers = personality_of(module)
+    if pers is None:
+        return fn   # no C++ runtime in the program: nothing can throw a C++ exception
+    name = f"{fn.name}.guard"
+    g = module.get_function(name)
+    if g is not None:
+        return g
+    from .emit import Emitter
+    from .runtime import _string
+    g = module.add_function(name, fn.function_type, linkage="internal",
+                            fn_attrs="noinline", unique=False)
+    g.personality = pers
+    e = Emitter(module)
+    entry, ok, lp = (g.append_basic_block(n) for n in ("entry", "ok", "lp"))
+    e.at_end(entry)
+    inv = Invoke(fn.function_type, fn, list(g.args), ok, lp)
+    e.insert(inv)
+    e.at_end(ok)
+    e.insert(Ret() if fn.return_type.is_void else Ret(inv))
+    e.at_end(lp)
+    e.insert(LandingPad(T.StructType([T.ptr, T.i32]), clauses=[("catch",
+                                                                ConstantNull(T.ptr))]))
+    msg = (f"enzyme: an exception was thrown inside the derivative of '{what}'; derivative "
+           "code cannot unwind (the derivative of a run that throws is not defined): "
+           "aborting\n")
+    data = msg.encode()
+    e.call_fn(_unwound(module), [_string(module, msg), ConstantInt(T.i64, len(data))],
+              fn_attrs="noreturn nounwind")
+    e.insert(Unreachable())
+    return g
+
+
+

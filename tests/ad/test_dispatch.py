@@ -1,0 +1,171 @@
+"""Indirect calls with active arguments (ad/dispatch.py): C++ virtual calls through a
+class hierarchy (objects made with ``new``, kept in a std::vector, deleted through the
+virtual destructor; an override calling its base's version), C tables of function
+pointers, function pointers in structs and as arguments.  Reverse and forward mode at
+-O0 and -O2 against central differences (and each other); a pointer to a function the
+program does not define aborts at run time with a message; an indirect call that can only
+reach functions enzyme-cc cannot see is a compile error."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import enzyme_cc, parse_values
+
+VIRTUAL = r"""#include <cmath>
+#include <cstdio>
+#include <vector>
+extern "C" { int enzyme_dup, enzyme_const, enzyme_out; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Term {
+  virtual ~Term() {}
+  virtual double energy(const double *x) const = 0;
+  virtual double weight() const { return 1.0; }
+};
+struct Spring : Term {            // k/2 (x_i - x_j - L)^2
+  int i, j; double k, L;
+  Spring(int i_, int j_, double k_, double L_) : i(i_), j(j_), k(k_), L(L_) {}
+  double energy(const double *x) const override { double d = x[i] - x[j] - L; return 0.5 * k * d * d; }
+};
+struct Anchor : Term {           // c cosh(x_i)
+  int i; double c;
+  Anchor(int i_, double c_) : i(i_), c(c_) {}
+  double energy(const double *x) const override { return c * std::cosh(x[i]); }
+};
+struct HeavyAnchor : Anchor {    // overrides again, calls the base non-virtually
+  HeavyAnchor(int i_, double c_) : Anchor(i_, c_) {}
+  double energy(const double *x) const override { return Anchor::energy(x) + x[i] * x[i] * x[i]; }
+  double weight() const override { return 2.0; }
+};
+double total(const double *x, const int *kind, int m) {
+  std::vector<Term *> terms;
+  for (int t = 0; t < m; t++) {
+    int a = t % 4, b = (t + 1) % 4;
+    if (kind[t] == 0) terms.push_back(new Spring(a, b, 1.0 + t, 0.25));
+    else if (kind[t] == 1) terms.push_back(new Anchor(a, 0.5));
+    else terms.push_back(new HeavyAnchor(a, 0.3));
+  }
+  double e = 0;
+  for (Term *t : terms) e += t->weight() * t->energy(x);
+  for (Term *t : terms) delete t;
+  return e;
+}
+int main() {
+  int kind[6] = {0, 1, 2, 0, 2, 1};
+  double x[4] = {0.3, -0.8, 1.1, 0.45}, dx[4] = {0};
+  __enzyme_autodiff((void *)total, enzyme_dup, x, dx, enzyme_const, kind, enzyme_const, 6);
+  printf("rev"); for (int k = 0; k < 4; k++) printf(" %.17g", dx[k]);
+  printf("\nfwd");
+  for (int k = 0; k < 4; k++) { double t[4] = {0}; t[k] = 1;
+    printf(" %.17g", __enzyme_fwddiff((void *)total, enzyme_dup, x, t, enzyme_const, kind, enzyme_const, 6)); }
+  printf("\nfd");
+  for (int k = 0; k < 4; k++) { double s = x[k], h = 1e-6; x[k] = s + h; double fp = total(x, kind, 6);
+    x[k] = s - h; double fm = total(x, kind, 6); x[k] = s; printf(" %.17g", (fp - fm) / (2 * h)); }
+  printf("\n");
+}
+"""
+
+TABLES = r"""#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_out;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+typedef double (*unary)(double);
+static double sq(double x) { return x * x; }
+static double cube(double x) { return x * x * x; }
+static double wave(double x) { return sin(3.0 * x); }
+static const unary table[3] = {sq, cube, wave};
+struct layer { unary act; double w; };
+/* f(x) = sum_i table[op[i]](x_i) + sum_i L[i].act(L[i].w * x_i) */
+double f(const double *x, const int *op, const struct layer *L, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += table[op[i]](x[i]);
+  for (int i = 0; i < n; i++) s += L[i].act(L[i].w * x[i]);
+  return s;
+}
+/* a function pointer argument */
+double apply(unary g, double a) { return g(a) * a; }
+int main(int argc, char **argv) {
+  enum { N = 5 };
+  int op[N] = {0, 1, 2, 1, 0};
+  struct layer L[N] = {{wave, 0.5}, {sq, 1.5}, {cube, -0.7}, {wave, 2.0}, {sq, 0.1}};
+  if (argc > 1) L[2].act = tanh;        /* not a candidate: the derivative aborts */
+  double x[N] = {0.4, -0.9, 1.3, 0.2, -1.7}, dx[N] = {0};
+  __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, op, enzyme_const, L,
+                    enzyme_const, N);
+  printf("rev"); for (int k = 0; k < N; k++) printf(" %.17g", dx[k]);
+  printf("\nfwd");
+  for (int k = 0; k < N; k++) { double t[N] = {0}; t[k] = 1;
+    printf(" %.17g", __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, op, enzyme_const, L, enzyme_const, N)); }
+  printf("\nfd");
+  for (int k = 0; k < N; k++) { double s = x[k], h = 1e-6; x[k] = s + h; double fp = f(x, op, L, N);
+    x[k] = s - h; double fm = f(x, op, L, N); x[k] = s; printf(" %.17g", (fp - fm) / (2 * h)); }
+  printf("\napply %.17g %.17g\n", __enzyme_autodiff((void *)apply, enzyme_const, argc > 2 ? wave : cube, 1.25),
+         __enzyme_fwddiff((void *)apply, enzyme_const, cube, enzyme_dup, 1.25, 1.0));
+  return 0;
+}
+"""
+
+NO_CANDIDATE = r"""
+#include <math.h>
+int enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double f(double x, int k) {
+  double (*g)(double) = k ? sin : cos;   /* only libm functions of this type */
+  return g(x) * x;
+}
+int main(int argc, char **argv) {
+  return (int)__enzyme_autodiff((void *)f, 0.5, enzyme_const, argc);
+}
+"""
+
+
+def _build(tmp_path, name, source, opt, cxx):
+    src = Path(tmp_path) / name
+    src.write_text(source)
+    exe = Path(tmp_path) / (src.stem + opt[1:])
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path, cxx=cxx)
+    return r, exe
+
+
+def _check(values):
+    for k, fd in enumerate(values["fd"]):
+        assert values["rev"][k] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+        assert values["fwd"][k] == pytest.approx(values["rev"][k], rel=1e-13, abs=1e-14)
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_virtual_calls(tmp_path, opt):
+    r, exe = _build(tmp_path, "virt.cpp", VIRTUAL, opt, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    _check(parse_values(out.stdout))
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_function_pointer_tables(tmp_path, opt):
+    r, exe = _build(tmp_path, "tables.c", TABLES, opt, cxx=False)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    _check(v)
+    a = 1.25   # apply(cube, a) = a^4
+    assert v["apply"] == pytest.approx([4 * a ** 3, 4 * a ** 3], rel=1e-14)
+    # a pointer to a function the program does not define (tanh): abort, with a message
+    bad = subprocess.run([str(exe), "bad"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0
+    assert "enzyme: an indirect call in the derivative of 'f' reached a function that is " \
+        "not one of the 3 candidate(s) (defined functions of type double (double)" in bad.stderr
+    assert "rev" not in bad.stdout
+
+
+def test_indirect_call_without_candidates_is_a_compile_error(tmp_path):
+    r, _ = _build(tmp_path, "nocand.c", NO_CANDIDATE, "-O2", cxx=False)
+    assert r.returncode == 1
+    assert "indirect call (type double (double)) with active arguments: the program " \
+        "defines no function of that type" in r.stderr
+    assert "Traceback" not in r.stderr
