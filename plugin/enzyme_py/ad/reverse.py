@@ -528,7 +528,8 @@ class ReverseGen:
                 self.out_shadows[inst] = S
             return
         args = inst.args
-        involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
+        involved = any(a in act.active or a in act.shadowed for a in args) \
+            or inst in act.active or inst in act.shadowed
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:

@@ -10,8 +10,9 @@ is stored into it, and it gets a shadow itself only if it holds floating-point
 values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
 instead of making its primal memory look like one.  A call to a defined function
-returns a shadowed pointer only if the callee, analysed with the same activity,
-may return one.  What calls do comes from the call-effects table (``effects.py``).
+returns a shadowed pointer if the callee, analysed with the same activity, may
+return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
+What calls do comes from the call-effects table (``effects.py``).
 Every instruction kind is classified (atomics: active through their memory and
 value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
 generators refuse).  There is no backward ("up") pruning: an active value that cannot reach the
@@ -136,9 +137,11 @@ class Activity:
                     return "shadow"
                 if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                     return None
+                # a defined callee: whatever it may return with a shadow (a pointer
+                # argument's, or a fresh allocation: xmalloc, a node constructor)
                 callee = i.called_function
-                if any(a in self.shadowed for a in i.args) and callee is not None \
-                        and not callee.is_declaration and self._returns_shadow(callee, i.args):
+                if callee is not None and not callee.is_declaration \
+                        and self._returns_shadow(callee, i.args):
                     return "shadow"
                 return None
             if isinstance(i, AtomicRMW):   # xchg of pointers
