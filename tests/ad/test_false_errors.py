@@ -237,3 +237,132 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_overlapping_memmove_left_shift(tmp_path, opt):
     run(tmp_path, MEMMOVE, opt)
+
+
+GLOBALS = r"""
+static double scratch[8];                 /* work array for active intermediates */
+static double param = 1.5;                /* set by main, only read by f */
+static char arena[4096];                  /* a custom allocator's memory */
+static size_t arena_top;
+static int calls;
+static __attribute__((noinline)) void *arena_alloc(size_t n) {
+    void *p = arena + arena_top;
+    arena_top += (n + 15) & ~(size_t)15;
+    return p;
+}
+static __attribute__((noinline)) double pair_sum(int n) {   /* reads the scratch */
+    double s = 0;
+    for (int i = 0; i < n; i++) s += scratch[i] * scratch[(i + 1) % n];
+    return s;
+}
+double f(const double *x, int n) {
+    calls++;
+    double stale = scratch[7];            /* left by an earlier call: derivative 0 */
+    for (int i = 0; i < n; i++) scratch[i] = x[i] * x[i];
+    double s = pair_sum(n) * param;
+    arena_top = 0;
+    double *t = arena_alloc(n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = sin(x[i]);
+    for (int i = 0; i < n; i++) s += t[i] * t[i];
+    scratch[7] = s;
+    return s + 0.5 * stale;
+}
+int main(void) {
+    double x[4] = {1, 2, 0.5, -1.5};
+    double want[4];
+    for (int i = 0; i < 4; i++) {
+        double zl = x[(i + 3) % 4] * x[(i + 3) % 4], zr = x[(i + 1) % 4] * x[(i + 1) % 4];
+        want[i] = 2 * x[i] * (zl + zr) * param + 2 * sin(x[i]) * cos(x[i]);
+    }
+    for (int rep = 0; rep < 2; rep++) {   /* no adjoint leaks from one call into the next */
+        double dx[4] = {0};
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 4);
+        for (int i = 0; i < 4; i++) check("rev dx", dx[i], want[i]);
+        for (int i = 0; i < 4; i++) {
+            double v[4] = {0};
+            v[i] = 1;
+            check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 4),
+                  want[i]);
+        }
+    }
+    check("primal calls", calls, 10);   /* 2 x (1 reverse + 4 forward) */
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_scratch_and_arena_get_shadow_globals(tmp_path, opt):
+    run(tmp_path, GLOBALS, opt)
+
+
+RECORDS = r"""
+typedef struct { double x, v; int alive; int kind; } Particle;
+typedef struct { double val; int n; } Acc;
+typedef struct { int id; double w; } Rec;
+typedef struct { int id; float f; double v; int flag; } Rec2;
+static __attribute__((noinline)) Acc make_acc(double v, int n) { Acc a = {v, n}; return a; }
+static __attribute__((noinline)) void step(Particle *ps, int n, double dt) {
+    for (int i = 0; i < n; i++) {
+        Particle p = ps[i];                   /* struct copies, split per field by SROA */
+        if (p.alive) { p.x += dt * p.v; p.v *= 0.9; p.kind++; }
+        ps[i] = p;
+    }
+}
+static __attribute__((noinline)) void cpy(Particle *d, const Particle *s, int n) {
+    while (n--) *d++ = *s++;
+}
+static __attribute__((noinline)) void sort_recs(Rec *a, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (a[j].id < a[i].id) { Rec t = a[i]; a[i] = a[j]; a[j] = t; }
+}
+static __attribute__((noinline)) void copy_recs(Rec2 *d, const Rec2 *s, int n) {
+    for (int i = 0; i < n; i++) d[i] = s[i];  /* int, float, double, int */
+}
+double f(const double *x, int n) {
+    Particle ps[3], qs[3];
+    for (int i = 0; i < n; i++) {
+        ps[i].x = x[i]; ps[i].v = x[i] * x[i]; ps[i].alive = i != 1; ps[i].kind = i;
+    }
+    for (int k = 0; k < 2; k++) step(ps, n, 0.5);
+    cpy(qs, ps, n);
+    Acc a = make_acc(0, 0);
+    for (int i = 0; i < n; i++) {
+        Acc b = make_acc(a.val + qs[i].x * qs[i].v, a.n + qs[i].kind);
+        a = b;
+    }
+    Rec r[3];
+    Rec2 q[3], q2[3];
+    for (int i = 0; i < n; i++) { r[i].id = (i * 2) % 3; r[i].w = x[i] * x[i] * x[i]; }
+    sort_recs(r, n);
+    for (int i = 0; i < n; i++) {
+        q[i].id = i; q[i].flag = 1; q[i].v = r[i].w * (i + 1); q[i].f = (float)(x[i] * 0.5);
+    }
+    copy_recs(q2, q, n);
+    double s = a.val + a.n;
+    for (int i = 0; i < n; i++) s += q2[i].v + q2[i].flag + (double)q2[i].f * q2[i].f;
+    return s;
+}
+int main(void) {
+    double x[3] = {0.5, 1.5, -0.7}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int k = 0; k < 3; k++) {
+        double h = 1e-3, xp[3], xm[3];   /* float fields: a coarser step, a looser check */
+        memcpy(xp, x, sizeof xp); memcpy(xm, x, sizeof xm);
+        xp[k] += h; xm[k] -= h;
+        double fd = (f(xp, 3) - f(xm, 3)) / (2 * h);
+        double v[3] = {0};
+        v[k] = 1;
+        double t = __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 3);
+        int ok = fabs(dx[k] - fd) < 1e-4 * (1 + fabs(fd)) && fabs(t - dx[k]) < 1e-9 * (1 + fabs(t));
+        printf("%s dx %g fd %g fwd %g\n", ok ? "ok" : "FAIL", dx[k], fd, t);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_copies_of_mixed_records(tmp_path, opt):
+    run(tmp_path, RECORDS, opt)

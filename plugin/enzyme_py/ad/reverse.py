@@ -20,6 +20,7 @@ tape, so recursion needs nothing special.
 
 from __future__ import annotations
 
+from ..analysis.globals import shadow_constant
 from ..analysis.activity import Activity, floatish
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
@@ -80,6 +81,7 @@ class Context:
         self._attr_groups: dict = {}
         self.stats = {"instructions": 0, "functions": 0}
         self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
+        self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the
@@ -246,7 +248,8 @@ class ReverseGen:
             unify_returns(P)
         self._analyse_cfg()
         hooks = self.ctx.hooks
-        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else ())
+        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
+                            shadow_globals=self.ctx.shadow_globals)
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
@@ -392,6 +395,9 @@ class ReverseGen:
             return s
         if isinstance(v, (ConstantNull, Undef, Poison)):
             return v.clone()
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
         if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
                 and not _mutable_data_global(v):
             # a function, read-only or float-free global: its "shadow" is itself, no
@@ -479,16 +485,25 @@ class ReverseGen:
                 st.insert_after(A)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width >= 32:
+                    and v.type.width >= 32 and not self._int_by_layout(v):
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
         elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise ADError("an active value is stored into memory that has no shadow "
-                          "(a global, or an enzyme_const argument)",
+                          "(an enzyme_const argument, or a global that gets no shadow "
+                          "global: one holding pointers or defined outside the program)",
                           location=self.ctx.err_loc(inst),
                           hint="pass that memory with enzyme_dup and a shadow")
+
+    def _int_by_layout(self, load):
+        """Whether the declared layout of the struct/array a load reads from says its
+        bytes are integer fields (a struct copy split per field by SROA)."""
+        from ..analysis.types import layout_kinds
+        dl = self.ctx.module.datalayout
+        kinds = layout_kinds(load.operand(0), dl.store_size(load.type), dl)
+        return kinds == {"int"}
 
     def _callee_kinds(self, inst):
         act = self.act
@@ -529,7 +544,8 @@ class ReverseGen:
             return
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) \
-            or inst in act.active or inst in act.shadowed
+            or inst in act.active or inst in act.shadowed \
+            or act.touches_shadow_globals(inst.called_function)
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:
@@ -624,12 +640,40 @@ class ReverseGen:
         kinds.discard("int")
         if kinds in ({"double"}, {"float"}, {"ptr"}):
             return next(iter(kinds))
+        mem = _mem_intrinsic(inst.callee_name or "")
+        if kinds == {"double", "float"}:
+            if mem == "memset":
+                return "double"   # the shadow's bytes are zeroed whatever they hold
+            fields = self._float_fields(inst) if mem == "memcpy" else None
+            if fields is None:
+                raise ADError(f"{mem} over memory that mixes double and float values, and "
+                              "the layout of the bytes it moves is not visible (not a "
+                              "copy of whole fields of one struct or array type)",
+                              location=self.ctx.err_loc(inst),
+                              hint="copy the fields one by one, or assign the struct")
+            self.mem_fields = getattr(self, "mem_fields", {})
+            self.mem_fields[inst] = fields
+            return "fields"
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
+
+    def _float_fields(self, inst):
+        """A struct copy (memcpy of a constant size) by the declared layout of either
+        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields."""
+        from ..analysis.types import float_fields
+        n = inst.args[2]
+        if not isinstance(n, ConstantInt):
+            return None
+        dl = self.ctx.module.datalayout
+        for p in inst.args[:2]:
+            got = float_fields(p, n.value, dl)
+            if got is not None:
+                return got
+        return None
 
     # ------------------------------------------------------------- reverse
     def _build_rev(self):
@@ -875,6 +919,9 @@ class ReverseGen:
             return s
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
+        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
         if p not in self.act.shadowed:
             if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
                 # the primal pointer is never a shadow (see _sh_aug)
@@ -1108,6 +1155,13 @@ class ReverseGen:
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
                 e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
                                    ConstantInt(T.i1, 0)])
+            elif kind == "fields":
+                # a struct copy mixing double and float fields: field runs by layout
+                ds, ss = self.shadow(args[0], b), self.shadow(args[1], b)
+                for off, k, size in self.mem_fields[inst]:
+                    copy_adjoint(e, self.ctx.module, T.double if k == "double" else T.float,
+                                 e.gep_bytes(ds, off), e.gep_bytes(ss, off),
+                                 ConstantInt(T.i64, size), overlap=False)
             else:
                 ty = T.double if kind == "double" else T.float
                 copy_adjoint(e, self.ctx.module, ty, self.shadow(args[0], b),

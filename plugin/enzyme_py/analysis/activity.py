@@ -77,11 +77,23 @@ class Activity:
     """``kinds[i]`` for argument i: ``"const"``, ``"dup"`` (pointer with shadow) or
     ``"out"`` (active by-value float)."""
 
-    def __init__(self, fn, kinds, inactive=(), _outer=()):
+    def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=()):
         self.fn = fn
         self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
         self.shadowed: set = set()    # pointers with shadows
+        # globals with shadow globals (analysis/globals.py), and constant GEPs of them
+        self.shadow_globals = shadow_globals
+        self._touches: dict = {}
+        if shadow_globals:
+            from .globals import global_base
+            self.shadowed.update(shadow_globals)
+            for b in fn.blocks:
+                for i in b.instructions:
+                    for o in i.operands:
+                        if o.type.is_pointer and not o.is_instruction and \
+                                global_base(o) in shadow_globals:
+                            self.shadowed.add(o)
         self._key = (fn, tuple(kinds))
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
@@ -168,7 +180,8 @@ class Activity:
             if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                 return None
             args = i.args
-            if self._any_active(args) or any(a in self.shadowed for a in args):
+            if self._any_active(args) or any(a in self.shadowed for a in args) \
+                    or self.touches_shadow_globals(i.called_function):
                 return "active"
             return None
         if isinstance(i, (BinaryOp, UnaryOp, Cast, Select, ExtractValue, InsertValue,
@@ -177,6 +190,14 @@ class Activity:
         if isinstance(i, Phi):
             return "active" if self._any_active([v for v, _ in i.incoming]) else None
         return None
+
+    def touches_shadow_globals(self, callee) -> bool:
+        """Whether a call to ``callee`` (a defined function) reads or writes a global
+        that has a shadow global: it carries derivatives whatever its arguments."""
+        if not self.shadow_globals:
+            return False
+        from .globals import touches
+        return touches(callee, self.shadow_globals, self._touches)
 
     def may_hold_shadowed_pointers(self, p) -> bool:
         """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
@@ -195,7 +216,8 @@ class Activity:
         if got is None:
             if key in self._outer or len(self._outer) > 8:
                 return True     # recursion (or deep nesting): assume it may
-            sub = Activity(callee, kinds, self.inactive_fns, self._outer)
+            sub = Activity(callee, kinds, self.inactive_fns, self._outer,
+                           self.shadow_globals)
             got = any(isinstance(t, Ret) and t.value is not None and t.value in sub.shadowed
                       for b in callee.blocks for t in [b.terminator])
             self._callee_ret[key] = got
