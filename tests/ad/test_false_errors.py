@@ -366,3 +366,34 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_copies_of_mixed_records(tmp_path, opt):
     run(tmp_path, RECORDS, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_static_node_pool_is_a_clear_error(tmp_path, opt):
+    # a global holding pointers gets no shadow global: a compile error with a way out,
+    # never a dropped derivative
+    from test_never_silent import build_error
+    err = build_error(tmp_path, r"""
+typedef struct Node { double v; struct Node *next; } Node;
+static Node pool[64];
+static int pool_top;
+static Node *node_new(double v, Node *next) {
+    Node *n = &pool[pool_top++];
+    n->v = v; n->next = next;
+    return n;
+}
+double f(const double *x, int n) {
+    pool_top = 0;
+    Node *head = NULL;
+    for (int i = 0; i < n; i++) head = node_new(x[i] * x[i], head);
+    double s = 0;
+    for (Node *p = head; p; p = p->next) s += p->v;
+    return s;
+}
+int main(void) {
+    double x[3] = {1, 2, 3}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    printf("%g\n", dx[0]);
+    return 0;
+}""", opt)
+    assert "stored into memory that has no shadow" in err and "static node pool" in err

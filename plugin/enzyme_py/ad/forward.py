@@ -312,8 +312,9 @@ class ForwardGen:
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",
                           location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow, or keep "
-                               "the values in a local array")
+                          hint="pass that memory with enzyme_dup and a shadow; for a "
+                               "global holding pointers (a static node pool), allocate the "
+                               "nodes with malloc or keep them in a local array")
 
     def _atomic(self, inst, A):
         """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation

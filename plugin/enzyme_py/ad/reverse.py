@@ -495,7 +495,9 @@ class ReverseGen:
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",
                           location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow")
+                          hint="pass that memory with enzyme_dup and a shadow; for a "
+                               "global holding pointers (a static node pool), allocate the "
+                               "nodes with malloc or keep them in a local array")
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its
