@@ -397,3 +397,34 @@ int main(void) {
     return 0;
 }""", opt)
     assert "stored into memory that has no shadow" in err and "static node pool" in err
+
+
+MUTUAL = r"""
+static double acc[2];
+static __attribute__((noinline)) void yy(int d);
+static __attribute__((noinline)) void zz(void) { acc[1] += acc[0] * acc[0]; }
+static __attribute__((noinline)) void xx(int d) { if (d > 0) yy(d - 1); zz(); }
+static __attribute__((noinline)) void yy(int d) { if (d > 0) xx(d - 1); }
+double f(const double *x) {
+    acc[0] = x[0] * x[1];
+    acc[1] = 0;
+    xx(1);          /* zz once */
+    yy(1);          /* once more, through xx: yy uses the global only through recursion */
+    return acc[1];  /* 2 (x0 x1)^2 */
+}
+int main(void) {
+    double x[2] = {1.5, 0.5}, dx[2] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    check("rev dx0", dx[0], 4 * x[0] * x[1] * x[1]);
+    check("rev dx1", dx[1], 4 * x[0] * x[0] * x[1]);
+    double v[2] = {1, -2};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v),
+          4 * x[0] * x[1] * x[1] - 8 * x[0] * x[0] * x[1]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_used_through_mutual_recursion(tmp_path, opt):
+    run(tmp_path, MUTUAL, opt)

@@ -91,22 +91,39 @@ def shadow_constant(v, shadows: dict):
 
 
 def touches(fn, shadows, memo: dict) -> bool:
-    """Whether ``fn`` or a defined function it calls uses a global of ``shadows`` (so a
-    call to it carries derivatives through that global even with inactive arguments)."""
+    """Whether ``fn`` or a defined function it calls (transitively) uses a global of
+    ``shadows`` (so a call to it carries derivatives through that global even with
+    inactive arguments).  Decided over the whole call graph below ``fn`` at once, so
+    recursion cannot hide a use."""
     if not shadows or fn is None or fn.is_declaration:
         return False
     got = memo.get(fn)
     if got is not None:
         return got
-    memo[fn] = False          # recursion: the other uses decide
-    callees = []
-    for inst in fn.instructions():
-        for o in inst.operands:
-            if o.type.is_pointer and not o.is_instruction and global_base(o) in shadows:
-                memo[fn] = True
-                return True
-        if isinstance(inst, Call):
-            callees.append(inst.called_function)
-    got = any(touches(c, shadows, memo) for c in callees)
-    memo[fn] = got
-    return got
+    calls: dict = {}
+    result: dict = {}
+    work, seen = [fn], {fn}
+    while work:
+        f = work.pop()
+        callees, direct = [], False
+        for inst in f.instructions():
+            if not direct:
+                direct = any(o.type.is_pointer and not o.is_instruction
+                             and global_base(o) in shadows for o in inst.operands)
+            if isinstance(inst, Call):
+                c = inst.called_function
+                if c is not None and not c.is_declaration:
+                    callees.append(c)
+                    if c not in seen:
+                        seen.add(c)
+                        work.append(c)
+        calls[f] = callees
+        result[f] = direct or bool(memo.get(f))
+    changed = True
+    while changed:
+        changed = False
+        for f, cs in calls.items():
+            if not result[f] and any(result[c] for c in cs):
+                result[f] = changed = True
+    memo.update(result)
+    return result[fn]
