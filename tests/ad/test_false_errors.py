@@ -428,3 +428,19 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_global_used_through_mutual_recursion(tmp_path, opt):
     run(tmp_path, MUTUAL, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_passed_with_dup_and_used_by_name_is_an_error(tmp_path, opt):
+    from test_never_silent import build_error
+    err = build_error(tmp_path, r"""
+static double state[3];
+void step(double *s) { state[2] = s[0] * s[1]; s[0] = sin(state[2]); }
+int main(void) {
+    state[0] = 1; state[1] = 2;
+    double d[3] = {1, 0, 0};
+    __enzyme_autodiff((void *)step, enzyme_dup, state, d);
+    printf("%g %g\\n", d[0], d[1]);
+    return 0;
+}""", opt)
+    assert "global 'state' is passed with enzyme_dup" in err and "two shadows" in err

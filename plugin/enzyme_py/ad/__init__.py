@@ -226,6 +226,7 @@ def _round(module, options, log) -> None:
     for s, g in plans:
         refresh(s, replaced)
         call = s.call
+        _check_dup_globals(s, ctx.shadow_globals)
         if s.mode in ("reverse", "forward", "augment"):
             _zero_shadow_globals(module, ctx.shadow_globals, call)
         if s.mode == "forward":
@@ -260,6 +261,28 @@ def _shadow_globals(module, functions, registry) -> dict:
                                    ZeroInit(g.value_type), linkage="internal",
                                    align=g.align or 16)
     return out
+
+
+def _check_dup_globals(site, shadows) -> None:
+    """A global passed with enzyme_dup (the caller's shadow) that the function also
+    uses by name as scratch (its own shadow global) would have two shadows."""
+    if not shadows:
+        return
+    from ..analysis.globals import global_base
+    from .callsite import location
+    from .errors import CallSiteError
+    for b in site.bindings:
+        if b.kind == "dup" and getattr(b.value, "type", None) is not None \
+                and b.value.type.is_pointer:
+            g = global_base(b.value)
+            if g is not None and g in shadows:
+                raise CallSiteError(
+                    f"global '{g.name}' is passed with enzyme_dup and a shadow, and the "
+                    "differentiated code also stores floating-point values into it by "
+                    "name (which gives it a shadow global): it would have two shadows",
+                    location=location(site.call),
+                    hint="use the global only through the argument in the differentiated "
+                         "code, or pass a local copy")
 
 
 def _zero_shadow_globals(module, shadows, call) -> None:
