@@ -440,7 +440,7 @@ int main(void) {
     state[0] = 1; state[1] = 2;
     double d[3] = {1, 0, 0};
     __enzyme_autodiff((void *)step, enzyme_dup, state, d);
-    printf("%g %g\\n", d[0], d[1]);
+    printf("%g %g\n", d[0], d[1]);
     return 0;
 }""", opt)
     assert "global 'state' is passed with enzyme_dup" in err and "two shadows" in err
