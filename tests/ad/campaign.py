@@ -48,7 +48,7 @@ from helpers import enzyme_cc  # noqa: E402
 N = 4
 FEATURES = ("loop", "nested", "while", "branch", "call", "recursion", "malloc", "overwrite",
             "memcpy", "memmove", "realloc", "atomic", "struct", "union", "float", "libm",
-            "wrapper", "fptr", "global")
+            "wrapper", "fptr", "global", "records")
 
 HEADER = r"""#include <math.h>
 #include <stdio.h>
@@ -155,7 +155,7 @@ class Gen:
         kinds = ["assign", "acc"] * 3
         for f in ("loop", "nested", "while", "branch", "malloc", "overwrite", "memcpy",
                   "memmove", "realloc", "atomic", "struct", "union", "float", "wrapper",
-                  "fptr", "global"):
+                  "fptr", "global", "records"):
             if f in self.enabled:
                 kinds.append(f)
         k = r.choice(kinds)
@@ -291,6 +291,31 @@ class Gen:
             return (f"{pad}for (int q = 0; q < {N}; q++) {g}[q] = {self.bounded(['q'])};\n"
                     f"{pad}for (int q = 0; q < {N}; q++) a[q] = 0.5 * a[q] + {g}[(q + 1) % {N}]"
                     f" * {g}[q];")
+        if k == "records":
+            self.features.add("records")
+            self.helpers.append(
+                "typedef struct { int id; float f; double v; int flag; } Rec;\n"
+                "typedef struct { double val; int n; } Acc;\n"
+                "static __attribute__((noinline)) Acc acc_add(Acc a, double v) "
+                "{ Acc b = {a.val + v, a.n + 1}; return b; }\n"
+                "static __attribute__((noinline)) void rec_copy(Rec *d, const Rec *s, int n) "
+                "{ for (int i = 0; i < n; i++) d[i] = s[i]; }\n"
+                "static __attribute__((noinline)) void rec_sort(Rec *r, int n) {\n"
+                "  for (int i = 0; i < n; i++) for (int j = i + 1; j < n; j++)\n"
+                "    if (r[j].id < r[i].id) { Rec t = r[i]; r[i] = r[j]; r[j] = t; } }")
+            if r.random() < 0.5:
+                self.has_float = True
+                fl = f"(float)({self.bounded(['q'])})"
+            else:
+                fl = "0.5f"
+            return (f"{pad}{{ Rec r[{N}], r2[{N}]; Acc ac = {{0, 0}};\n"
+                    f"{pad}  for (int q = 0; q < {N}; q++) {{ r[q].id = (q * {r.randint(1, 3)}"
+                    f" + {r.randint(0, 3)}) % {N}; r[q].f = {fl}; r[q].v = "
+                    f"{self.bounded(['q'])}; r[q].flag = q; }}\n"
+                    f"{pad}  rec_sort(r, {N}); rec_copy(r2, r, {N});\n"
+                    f"{pad}  for (int q = 0; q < {N}; q++) ac = acc_add(ac, r2[q].v * (q + 1) "
+                    f"+ (double)r2[q].f);\n"
+                    f"{pad}  s += 0.2 * ac.val + 0.01 * ac.n; }}")
         raise AssertionError(k)
 
     def function(self):
@@ -302,17 +327,18 @@ class Gen:
         w = [r.choice([1.0, 0.5, -0.25, 2.0]) for _ in range(N)]
         lines.append("  return s + " + " + ".join(f"{w[i]} * a[{i}]" for i in range(N)) + ";")
         lines.append("}")
-        helpers = list(dict.fromkeys(self.helpers))
-        return "\n".join(helpers + lines)
+        self.helpers = list(dict.fromkeys(self.helpers))
+        return "\n".join(lines)
 
 
 def program(seed: int):
     g = Gen(seed)
-    src = g.function()
+    fn = g.function()
+    src = "\n".join(g.helpers + [fn])
     r = random.Random(seed * 7919 + 1)
     x = [round(r.uniform(-1.2, 1.2), 3) for _ in range(N)]
     v = [round(r.uniform(-1, 1), 3) for _ in range(N)]
-    return src, x, v, g.has_float, sorted(g.features)
+    return src, x, v, g.has_float, sorted(g.features), g.helpers, fn
 
 
 def check_block(k, x, v, has_float):
@@ -341,11 +367,13 @@ def check_block(k, x, v, has_float):
 
 def source(seeds, progs):
     parts = [HEADER]
+    # helpers shared by several programs of a batch (copy_d, vpush, ...) appear once
+    parts.extend(dict.fromkeys(h for k in seeds for h in progs[k][5]))
     for k in seeds:
-        parts.append(progs[k][0])
+        parts.append(progs[k][6])
     parts.append("int main(void) {")
     for k in seeds:
-        _, x, v, has_float, _ = progs[k]
+        _, x, v, has_float, *_ = progs[k]
         parts.append(check_block(k, x, v, has_float))
     parts.append("  return 0;\n}\n")
     return "\n".join(parts)
@@ -424,7 +452,7 @@ def run_batch(seeds, progs, opt, workdir):
     vals = _values(stdout)
     res = {}
     for k in seeds:
-        _, x, v, has_float, _ = progs[k]
+        _, x, v, has_float, *_ = progs[k]
         res[k] = classify(k, vals, x, v, has_float)
     if rc != 0 and len(seeds) > 1:
         # a crash: rerun the programs without a complete result one by one

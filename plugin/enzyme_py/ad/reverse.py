@@ -666,7 +666,7 @@ class ReverseGen:
     def _float_fields(self, inst):
         """A struct copy (memcpy of a constant size) by the declared layout of either
         side: the (offset, 'double'/'float', bytes) runs of its floating-point fields."""
-        from ..analysis.types import float_fields
+        from ..analysis.types import float_fields, tbaa_struct_fields
         n = inst.args[2]
         if not isinstance(n, ConstantInt):
             return None
@@ -675,7 +675,7 @@ class ReverseGen:
             got = float_fields(p, n.value, dl)
             if got is not None:
                 return got
-        return None
+        return tbaa_struct_fields(inst, n.value)
 
     # ------------------------------------------------------------- reverse
     def _build_rev(self):

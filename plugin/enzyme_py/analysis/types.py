@@ -30,7 +30,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
                                Select, Store)
 from ..ir.values import Argument
 
-__all__ = ["memory_kinds", "layout_kinds", "float_fields", "scalar_kinds", "tbaa_kind", "HINTS"]
+__all__ = ["memory_kinds", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
+           "tbaa_kind", "HINTS"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -225,6 +226,39 @@ def float_fields(p, nbytes, datalayout, most=64):
         if len(runs) > most:
             return None
     return runs
+
+
+def tbaa_struct_fields(inst, nbytes, most=64):
+    """The floating-point fields a memcpy moves by its ``!tbaa.struct`` (clang's list of
+    ``offset, size, type`` of a struct assignment's fields): runs as ``float_fields``
+    gives them; None without the metadata, when it does not cover ``nbytes`` whole, or
+    a field's type is not known."""
+    module = inst.module
+    text = _md(module, inst.get_metadata("tbaa.struct"))
+    if not text:
+        return None
+    items = re.findall(r"i64 (\d+), i64 (\d+), !(\d+)", text)
+    runs: list = []
+    end = 0
+    for off, size, ref in items:
+        off, size = int(off), int(size)
+        if off < end or off + size > nbytes:
+            return None
+        end = off + size
+        k = tbaa_kind_of_tag(module, "!" + ref)
+        if k is None or k == "ptr" or k == "float-other":
+            return None
+        if k not in ("double", "float"):
+            continue
+        if k == "double" and size != 8 or k == "float" and size != 4:
+            return None
+        if runs and runs[-1][1] == k and runs[-1][0] + runs[-1][2] == off:
+            runs[-1] = (runs[-1][0], k, runs[-1][2] + size)
+        else:
+            runs.append((off, k, size))
+        if len(runs) > most:
+            return None
+    return runs if items else None
 
 
 def _leaf_list(ty, base, dl, out):
