@@ -209,6 +209,8 @@ def float_fields(p, nbytes, datalayout, most=64):
     _leaf_list(ty, 0, datalayout, leaves)
     runs: list = []
     for o, t in leaves:
+        if t is None:
+            return None
         sz = datalayout.size_in_bytes(t)
         if o + sz <= off or o >= off + nbytes:
             continue
@@ -262,7 +264,9 @@ def tbaa_struct_fields(inst, nbytes, most=64):
 
 
 def _leaf_list(ty, base, dl, out):
-    if ty.is_struct:
+    if _is_union(ty) or getattr(ty, "is_opaque", False):
+        out.append((base, None))   # a union: float_fields gives up
+    elif ty.is_struct:
         for e, o in zip(ty.elements, dl.field_offsets(ty)):
             _leaf_list(e, base + o, dl, out)
     elif ty.is_array or ty.is_vector:
@@ -323,11 +327,18 @@ def layout_kinds(p, nbytes, datalayout):
     return out
 
 
+def _is_union(ty) -> bool:
+    """clang's ``%union.X``: its one member type says nothing about the other members."""
+    return ty.is_struct and str(getattr(ty, "name", "")).lstrip('"').startswith("union.")
+
+
 def _leaves(ty, base, lo, hi, dl, out):
     size = dl.size_in_bytes(ty)
     if base >= hi or base + size <= lo:
         return
-    if ty.is_struct:
+    if _is_union(ty) or getattr(ty, "is_opaque", False):
+        out.add("unknown")
+    elif ty.is_struct:
         for e, o in zip(ty.elements, dl.field_offsets(ty)):
             _leaves(e, base + o, lo, hi, dl, out)
     elif ty.is_array or ty.is_vector:
