@@ -444,3 +444,41 @@ int main(void) {
     return 0;
 }""", opt)
     assert "global 'state' is passed with enzyme_dup" in err and "two shadows" in err
+
+
+STRUCT_RETURN = r"""
+typedef struct { int n; double *data; } Buf;
+typedef struct { const char *name; double v; } Named;
+static __attribute__((noinline)) Buf buf_sq(const double *x, int n) {
+    Buf b = {n, malloc(n * sizeof(double))};
+    for (int i = 0; i < n; i++) b.data[i] = x[i] * x[i];
+    return b;
+}
+static __attribute__((noinline)) Named named(double x) { Named n = {"sq", x * x}; return n; }
+double f(const double *x) {
+    Buf b = buf_sq(x, 2);
+    Named a = named(x[0]);
+    double s = b.data[0] * b.data[1] + a.v * (a.name[0] == 's' ? 2 : 1);
+    free(b.data);
+    return s;
+}
+int main(void) {
+    double x[2] = {1.5, 0.5}, dx[2] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    check("rev dx0", dx[0], 2 * x[0] * x[1] * x[1] + 4 * x[0]);
+    check("rev dx1", dx[1], 2 * x[1] * x[0] * x[0]);
+    double v[2] = {1, 0};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v), 2 * x[0] * x[1] * x[1] + 4 * x[0]);
+    return fails;
+}
+"""
+
+
+def test_pointer_returned_inside_a_struct(tmp_path):
+    # -O0: the non-inlined callee returns {int, double *}: the pointer gets no shadow,
+    # a compile error (it was a silent zero); a struct holding a pointer to constant
+    # text is fine.  -O2: inlined, right.
+    from test_never_silent import build_error
+    err = build_error(tmp_path, STRUCT_RETURN, "-O0")
+    assert "'buf_sq' returns a struct holding a pointer" in err
+    run(tmp_path, STRUCT_RETURN, "-O2")

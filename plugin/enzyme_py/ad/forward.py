@@ -18,7 +18,8 @@ freed where the primal is freed.  No tape: the primal runs once.
 from __future__ import annotations
 
 from ..analysis.globals import shadow_constant
-from ..analysis.activity import Activity, floatish, has_pointer, underlying_object
+from ..analysis.activity import (Activity, floatish, has_pointer, struct_return_origin,
+                                 underlying_object)
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
 from ..ir import types as T
@@ -247,6 +248,14 @@ class ForwardGen:
                 self.sh[inst] = [e.select(A.operand(0), x, y) for x, y in
                                  zip(self.S(inst.operand(1), inst), self.S(inst.operand(2), inst))]
             else:
+                origin = struct_return_origin(inst)
+                if origin is not None:
+                    raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
+                                  "derivatives; a pointer returned inside a struct gets no shadow "
+                                  "(only a pointer returned alone does)",
+                                  location=self.ctx.err_loc(inst),
+                                  hint="return the pointer alone, or fill a struct passed by "
+                                       "pointer, or let the function be inlined")
                 raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                               location=self.ctx.err_loc(inst))
             return
@@ -308,6 +317,13 @@ class ForwardGen:
             base = underlying_object(p)
             if base.is_global and base.name in self.ctx.registry.inactive_globals:
                 return
+            origin = struct_return_origin(p)
+            if origin is not None:
+                raise ADError(f"an active value is stored through a pointer that '{origin}' "
+                              "returns inside a struct; such a pointer gets no shadow (only a "
+                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError("an active value is stored into memory that has no shadow "
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",

@@ -21,7 +21,7 @@ tape, so recursion needs nothing special.
 from __future__ import annotations
 
 from ..analysis.globals import shadow_constant
-from ..analysis.activity import Activity, floatish
+from ..analysis.activity import Activity, floatish, struct_return_origin
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
@@ -469,6 +469,14 @@ class ReverseGen:
                 S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
                               [written(e, None, eff.size, args, A)])
         else:
+            origin = struct_return_origin(inst)
+            if origin is not None:
+                raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
+                              "derivatives; a pointer returned inside a struct gets no shadow "
+                              "(only a pointer returned alone does)",
+                              location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                           location=self.ctx.err_loc(inst))
         self.sh_aug[inst] = S
@@ -491,6 +499,13 @@ class ReverseGen:
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
         elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
+            origin = struct_return_origin(p)
+            if origin is not None:
+                raise ADError(f"an active value is stored through a pointer that '{origin}' "
+                              "returns inside a struct; such a pointer gets no shadow (only a "
+                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError("an active value is stored into memory that has no shadow "
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",

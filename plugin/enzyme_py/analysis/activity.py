@@ -29,7 +29,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg)
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
-__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object"]
+__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
+           "underlying_object"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
@@ -156,6 +157,16 @@ class Activity:
                         and self._returns_shadow(callee, i.args):
                     return "shadow"
                 return None
+            if isinstance(i, ExtractValue) and isinstance(ops[0], Call):
+                # a pointer returned inside a struct: the generators have no shadow for
+                # it and refuse, where the callee may return a shadowed one
+                callee = ops[0].called_function
+                name = ops[0].callee_name or ""
+                if callee is not None and not callee.is_declaration \
+                        and name not in self.inactive_fns \
+                        and self._returns_shadow(callee, ops[0].args, aggregate=True):
+                    return "shadow"
+                return None
             if isinstance(i, AtomicRMW):   # xchg of pointers
                 return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed else None
             if isinstance(i, VAArg):
@@ -209,19 +220,44 @@ class Activity:
         return ["dup" if a.type.is_pointer and a in self.shadowed
                 else "out" if floatish(a.type) and a in self.active else "const" for a in args]
 
-    def _returns_shadow(self, callee, args) -> bool:
+    def _returns_shadow(self, callee, args, aggregate=False) -> bool:
+        """Whether ``callee`` may return a shadowed pointer (``aggregate``: inside the
+        struct it returns)."""
         kinds = tuple(self.callee_kinds(args))
-        key = (callee, kinds)
+        key = (callee, kinds, aggregate)
         got = self._callee_ret.get(key)
         if got is None:
-            if key in self._outer or len(self._outer) > 8:
+            if (callee, kinds) in self._outer or len(self._outer) > 8:
                 return True     # recursion (or deep nesting): assume it may
             sub = Activity(callee, kinds, self.inactive_fns, self._outer,
                            self.shadow_globals)
-            got = any(isinstance(t, Ret) and t.value is not None and t.value in sub.shadowed
-                      for b in callee.blocks for t in [b.terminator])
+            rets = [t.value for b in callee.blocks for t in [b.terminator]
+                    if isinstance(t, Ret) and t.value is not None]
+            if aggregate:
+                got = any(sub._aggregate_has_shadow(v) for v in rets)
+            else:
+                got = any(v in sub.shadowed for v in rets)
             self._callee_ret[key] = got
         return got
+
+    def _aggregate_has_shadow(self, v, depth=0) -> bool:
+        """Whether a struct/array value may hold a shadowed pointer."""
+        if not has_pointer(v.type) or depth > 16:
+            return False
+        if isinstance(v, InsertValue):
+            x = v.operand(1)
+            return (x in self.shadowed if x.type.is_pointer
+                    else self._aggregate_has_shadow(x, depth + 1)) \
+                or self._aggregate_has_shadow(v.operand(0), depth + 1)
+        if isinstance(v, Load):
+            return v.operand(0) in self.shadowed \
+                and self.may_hold_shadowed_pointers(v.operand(0))
+        if isinstance(v, (Phi, Select)):
+            vals = [x for x, _ in v.incoming] if isinstance(v, Phi) else v.operands[1:]
+            return any(self._aggregate_has_shadow(x, depth + 1) for x in vals)
+        if isinstance(v, Call):
+            return True   # a struct from another call: assume it may
+        return False      # constants, arguments (passed by value from constant data)
 
     def is_active(self, v) -> bool:
         return v in self.active
@@ -236,6 +272,18 @@ class Activity:
                      if i in self.active or i in self.shadowed]
             out.append(f"{b.name}: {' '.join(names)}")
         return "\n".join(out)
+
+
+def struct_return_origin(p):
+    """The name of the defined function whose struct-typed result ``p`` was extracted
+    from (``Buf b = buf_new(n); b.data[i] = ...``), else None: a pointer returned inside
+    a struct gets no shadow (only a pointer returned alone does)."""
+    v = underlying_object(p)
+    if isinstance(v, ExtractValue) and isinstance(v.operand(0), Call):
+        c = v.operand(0).called_function
+        if c is not None and not c.is_declaration:
+            return c.name.removesuffix(".enzyme")
+    return None
 
 
 def _alloca_may_hold_float(a) -> bool:
