@@ -48,7 +48,7 @@ from helpers import enzyme_cc  # noqa: E402
 N = 4
 FEATURES = ("loop", "nested", "while", "branch", "call", "recursion", "malloc", "overwrite",
             "memcpy", "memmove", "realloc", "atomic", "struct", "union", "float", "libm",
-            "wrapper", "fptr", "global", "records")
+            "wrapper", "fptr", "global", "records", "bufret")
 
 HEADER = r"""#include <math.h>
 #include <stdio.h>
@@ -155,7 +155,7 @@ class Gen:
         kinds = ["assign", "acc"] * 3
         for f in ("loop", "nested", "while", "branch", "malloc", "overwrite", "memcpy",
                   "memmove", "realloc", "atomic", "struct", "union", "float", "wrapper",
-                  "fptr", "global", "records"):
+                  "fptr", "global", "records", "bufret"):
             if f in self.enabled:
                 kinds.append(f)
         k = r.choice(kinds)
@@ -316,6 +316,17 @@ class Gen:
                     f"{pad}  for (int q = 0; q < {N}; q++) ac = acc_add(ac, r2[q].v * (q + 1) "
                     f"+ (double)r2[q].f);\n"
                     f"{pad}  s += 0.2 * ac.val + 0.01 * ac.n; }}")
+        if k == "bufret":
+            self.features.add("bufret")
+            self.helpers.append(
+                "typedef struct { int n; double *data; } Buf;\n"
+                "static __attribute__((noinline)) Buf buf_map(const double *a, int n) {\n"
+                "  Buf b = {n, malloc(n * sizeof(double))};\n"
+                "  for (int i = 0; i < n; i++) b.data[i] = sin(a[i]) * a[(i + 1) % n];\n"
+                "  return b; }")
+            return (f"{pad}{{ Buf bb = buf_map(a, {N});\n"
+                    f"{pad}  for (int q = 0; q < {N}; q++) a[q] = 0.5 * a[q] + 0.5 * "
+                    f"bb.data[(q + {r.randint(0, 3)}) % {N}];\n{pad}  free(bb.data); }}")
         raise AssertionError(k)
 
     def function(self):
