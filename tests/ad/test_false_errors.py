@@ -482,3 +482,41 @@ def test_pointer_returned_inside_a_struct(tmp_path):
     err = build_error(tmp_path, STRUCT_RETURN, "-O0")
     assert "'buf_sq' returns a struct holding a pointer" in err
     run(tmp_path, STRUCT_RETURN, "-O2")
+
+
+PART_OF_OBJECT = r"""
+typedef struct { int n; double pos[3]; char tag[5]; double mass; } Body;
+static __attribute__((noinline)) void set(double *p, double v) { *p = v; }
+double mylog1p(double x) { return log(1 + x); }
+void *__enzyme_function_like[2] = {(void *)mylog1p, (void *)"log1p"};
+double f(const double *x) {
+    Body b = {3, {0, 0, 0}, "abcd", 0};
+    for (int i = 0; i < 3; i++) set(&b.pos[i], x[i] * x[i]);   /* part of a larger object */
+    set(&b.mass, mylog1p(x[0]));
+    char buf[64];
+    double *d = (double *)(buf + 8);                          /* a double inside a char buffer */
+    *d = b.pos[1] * b.mass;
+    double r = 0;
+    memcpy(&r, buf + 8, sizeof r);
+    return r + b.pos[0] + b.pos[2] * b.n;
+}
+int main(void) {
+    double x[3] = {0.5, 1.5, -0.7}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    for (int k = 0; k < 3; k++) {
+        double h = 1e-6, xp[3], xm[3];
+        memcpy(xp, x, sizeof xp); memcpy(xm, x, sizeof xm);
+        xp[k] += h; xm[k] -= h;
+        double fd = (f(xp) - f(xm)) / (2 * h), v[3] = {0};
+        v[k] = 1;
+        check("rev fd", dx[k], fd);
+        check("fwd fd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v), fd);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_doubles_stored_into_part_of_a_larger_object(tmp_path, opt):
+    run(tmp_path, PART_OF_OBJECT, opt)
