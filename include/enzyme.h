@@ -167,7 +167,10 @@ void __enzyme_pointer(void *p, unsigned long bytes);
  * Inactive functions (calls carry no derivative) and globals (stores of active values are allowed and dropped):
  *   void *__enzyme_inactivefn[] = {(void *)logger};
  *   void *__enzyme_inactive_global[] = {(void *)&counter};
- *   __attribute__((annotate("enzyme_inactive"))) double logger(double);   (functions and globals) */
+ *   __attribute__((annotate("enzyme_inactive"))) double logger(double);   (functions and globals)
+ * Other writable globals (without pointers inside) into which differentiated code stores
+ * floating-point values (a scratch array, an arena) get a shadow global, zeroed before
+ * each derivative call: what they held before the call has derivative zero. */
 
 #ifdef __cplusplus
 }

@@ -96,3 +96,38 @@ def test_random_programs_match_finite_differences(tmp_path_factory, seed, data):
 def teardown_module(module):
     import sys
     print(f"\nrandom programs tried: {sum(PROGRAMS_TRIED)}", file=sys.stderr)
+
+
+# ------------------------------------------------ the generated-program campaign's sample
+
+def test_campaign_fixed_sample():
+    """A fixed sample of the campaign (tests/ad/campaign.py): loops, branches, calls,
+    malloc/free, overwrites, memcpy through helpers, overlapping memmove, realloc in a
+    callee, double atomics, structs, unions, float mixes, allocation wrappers, function
+    pointer tables and libm; -O0 and -O2; no wrong derivative, no crash, no traceback."""
+    import campaign
+
+    wrong = []
+    results, counts, _ = campaign.campaign(0, 24, jobs=2, batch=12,
+                                           log=lambda s: wrong.append(s))
+    assert not wrong, "\n".join(wrong)
+    assert counts["right"] >= 30, campaign.summary(results, counts)
+
+
+def test_campaign_classifies_a_wrong_derivative():
+    import campaign
+
+    x, v = [0.1, 0.2, 0.3, 0.4], [1.0, -1.0, 0.5, 0.0]
+    fd = [1.0, 2.0, 3.0, 4.0]
+    vals = {"R7": fd, "T7": [1.0 - 2.0 + 1.5], "F7_0": fd, "F7_1": fd}
+    assert campaign.classify(7, vals, x, v, False)[0] == "right"
+    vals["R7"] = [1.0, 2.0, 3.0, 0.0]     # forward agrees with it: only differences see it
+    assert campaign.classify(7, vals, x, v, False)[0] == "WRONG"
+    vals["R7"], vals["T7"] = fd, [0.0]    # reverse right, forward wrong
+    assert campaign.classify(7, vals, x, v, False)[0] == "WRONG"
+    vals["T7"], vals["F7_1"] = [0.5], [1.0, 2.0, 3.0, 9.0]
+    vals["R7"] = [1.0, 2.0, 3.0, 0.0]     # the two step sizes disagree: a kink nearby
+    assert campaign.classify(7, vals, x, v, False)[0] == "nonsmooth"
+    assert campaign.classify(7, {}, x, v, False)[0] == "crash"
+    assert campaign.cause("t.c:3: in function 'f': error: no rule for 'foo' at 12\n") \
+        == "error: no rule for '_' at N"

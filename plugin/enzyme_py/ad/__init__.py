@@ -211,6 +211,7 @@ def _round(module, options, log) -> None:
     ctx = Context(module, rename, log)
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
     ctx.hooks = CallHooks(registry)
+    ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry)
     fctx = ForwardContext(ctx, registry)
     plans = []
     for s in sites:
@@ -244,6 +245,9 @@ def _round(module, options, log) -> None:
     for s, g in plans:
         refresh(s, replaced)
         call = s.call
+        _check_dup_globals(s, ctx.shadow_globals)
+        if s.mode in ("reverse", "forward", "augment"):
+            _zero_shadow_globals(module, ctx.shadow_globals, call)
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":
@@ -263,6 +267,57 @@ def _round(module, options, log) -> None:
     log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "
         f"instructions differentiated in {dt:.3f}s ({n / dt if dt else 0:.0f} inst/s); "
         f"total {time.perf_counter() - t0:.3f}s")
+
+
+def _shadow_globals(module, functions, registry) -> dict:
+    """Shadow globals for the writable globals that hold active intermediates (see
+    analysis/globals.py): zero-initialised internal globals of the same type."""
+    from ..analysis.globals import scratch_globals
+    from ..ir.values import ZeroInit
+    out = {}
+    for g in scratch_globals(functions, registry.inactive_globals):
+        out[g] = module.add_global(f"{g.name}.enzyme_shadow", g.value_type,
+                                   ZeroInit(g.value_type), linkage="internal",
+                                   align=g.align or 16)
+    return out
+
+
+def _check_dup_globals(site, shadows) -> None:
+    """A global passed with enzyme_dup (the caller's shadow) that the function also
+    uses by name as scratch (its own shadow global) would have two shadows."""
+    if not shadows:
+        return
+    from ..analysis.globals import global_base
+    from .callsite import location
+    from .errors import CallSiteError
+    for b in site.bindings:
+        if b.kind == "dup" and getattr(b.value, "type", None) is not None \
+                and b.value.type.is_pointer:
+            g = global_base(b.value)
+            if g is not None and g in shadows:
+                raise CallSiteError(
+                    f"global '{g.name}' is passed with enzyme_dup and a shadow, and the "
+                    "differentiated code also stores floating-point values into it by "
+                    "name (which gives it a shadow global): it would have two shadows",
+                    location=location(site.call),
+                    hint="use the global only through the argument in the differentiated "
+                         "code, or pass a local copy")
+
+
+def _zero_shadow_globals(module, shadows, call) -> None:
+    """Before a derivative call: the shadow globals start at zero (what the globals
+    held before the call has derivative zero; no adjoint of an earlier call remains)."""
+    from ..ir import types as T
+    from ..ir.values import ConstantInt
+    from .emit import Emitter
+    from .libc import memset0
+    if not shadows:
+        return
+    e = Emitter(module)
+    e.at_before(call)
+    dl = module.datalayout
+    for s in shadows.values():
+        memset0(e, s, ConstantInt(T.i64, dl.size_in_bytes(s.value_type)))
 
 
 def _define_markers(module):

@@ -135,6 +135,9 @@ class Emitter:
             n = len(ty.elements) if ty.is_struct else ty.count
             out = a
             for i in range(n):
+                et = ty.elements[i] if ty.is_struct else ty.element
+                if not _has_float(et):
+                    continue      # an integer or pointer field carries no adjoint
                 s = self.add(self.extractvalue(a, [i]), self.extractvalue(b, [i]))
                 out = self.insertvalue(out, s, [i])
             return out
@@ -249,3 +252,13 @@ class Emitter:
 
 def poison(ty):
     return Poison(ty)
+
+
+def _has_float(ty) -> bool:
+    if ty.is_float:
+        return True
+    if ty.is_struct:
+        return any(_has_float(t) for t in ty.elements)
+    if ty.is_array or ty.is_vector:
+        return _has_float(ty.element)
+    return False

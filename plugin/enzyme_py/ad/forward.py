@@ -17,7 +17,9 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
+from ..analysis.globals import shadow_constant
 from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
+                                 struct_return_origin,
                                  underlying_object)
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
@@ -95,7 +97,8 @@ class ForwardGen:
         P, F, W = self.P, self.fn, self.W
         self.cfg = CFG(P)
         inactive = self.ctx.registry.inactive_fns
-        self.act = Activity(P, self.kinds, inactive=inactive)
+        self.act = Activity(P, self.kinds, inactive=inactive,
+                            shadow_globals=self.ctx.rctx.shadow_globals)
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1
@@ -141,6 +144,15 @@ class ForwardGen:
             return got
         if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return [v.clone() for _ in range(self.W)]
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.rctx.shadow_globals)
+        if sg is not None:
+            if self.W > 1:
+                raise ADError("a global that holds active intermediate values (it gets a "
+                              "shadow global) in vector forward mode (enzyme_width > 1) is "
+                              "not supported", location=self.ctx.err_loc(where)
+                              if where is not None else None,
+                              hint="keep the intermediate values in a local array")
+            return [sg]
         if v not in self.act.shadowed:
             if isinstance(v, Function) or (isinstance(v, GlobalVariable)
                                            and not floatish(v.value_type)
@@ -175,7 +187,8 @@ class ForwardGen:
     def _involved(self, inst):
         act = self.act
         return (any(a in act.active or a in act.shadowed for a in inst.args)
-                or inst in act.active or inst in act.shadowed)
+                or inst in act.active or inst in act.shadowed
+                or act.touches_shadow_globals(inst.called_function))
 
     # ------------------------------------------------------------ visitor
     def _inst(self, inst, A):
@@ -262,6 +275,14 @@ class ForwardGen:
                 self.sh[inst] = [e.insertvalue(x, y, inst.indices)
                                  for x, y in zip(self.S(inst.operand(0), inst), vals)]
             else:
+                origin = struct_return_origin(inst)
+                if origin is not None:
+                    raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
+                                  "derivatives; a pointer returned inside a struct gets no shadow "
+                                  "(only a pointer returned alone does)",
+                                  location=self.ctx.err_loc(inst),
+                                  hint="return the pointer alone, or fill a struct passed by "
+                                       "pointer, or let the function be inlined")
                 raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                               location=self.ctx.err_loc(inst))
             return
@@ -323,11 +344,20 @@ class ForwardGen:
             base = underlying_object(p)
             if base.is_global and base.name in self.ctx.registry.inactive_globals:
                 return
+            origin = struct_return_origin(p)
+            if origin is not None:
+                raise ADError(f"an active value is stored through a pointer that '{origin}' "
+                              "returns inside a struct; such a pointer gets no shadow (only a "
+                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError("an active value is stored into memory that has no shadow "
-                          "(a global, or an enzyme_const argument)",
+                          "(an enzyme_const argument, or a global that gets no shadow "
+                          "global: one holding pointers or defined outside the program)",
                           location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow, or mark the "
-                               "global inactive (__enzyme_inactive_global)")
+                          hint="pass that memory with enzyme_dup and a shadow; for a "
+                               "global holding pointers (a static node pool), allocate the "
+                               "nodes with malloc or keep them in a local array")
 
     def _atomic(self, inst, A):
         """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation

@@ -20,7 +20,8 @@ tape, so recursion needs nothing special.
 
 from __future__ import annotations
 
-from ..analysis.activity import Activity, floatish, pointer_aggregate
+from ..analysis.globals import shadow_constant
+from ..analysis.activity import Activity, floatish, pointer_aggregate, struct_return_origin
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
@@ -84,6 +85,7 @@ class Context:
         self._attr_groups: dict = {}
         self.stats = {"instructions": 0, "functions": 0}
         self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
+        self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the
@@ -261,7 +263,8 @@ class ReverseGen:
             unify_returns(P)
         self._analyse_cfg()
         hooks = self.ctx.hooks
-        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else ())
+        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
+                            shadow_globals=self.ctx.shadow_globals)
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
@@ -407,6 +410,9 @@ class ReverseGen:
             return s
         if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return v.clone()
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
         if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
                 and not _mutable_data_global(v):
             # a function, read-only or float-free global: its "shadow" is itself, no
@@ -498,6 +504,14 @@ class ReverseGen:
                 S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
                               [written(e, None, eff.size, args, A)])
         else:
+            origin = struct_return_origin(inst)
+            if origin is not None:
+                raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
+                              "derivatives; a pointer returned inside a struct gets no shadow "
+                              "(only a pointer returned alone does)",
+                              location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                           location=self.ctx.err_loc(inst))
         self.sh_aug[inst] = S
@@ -514,7 +528,7 @@ class ReverseGen:
                 st.insert_after(A)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width >= 32:
+                    and v.type.width >= 32 and not self._int_by_layout(v):
                 from ..analysis.types import memory_kinds
                 kinds = memory_kinds([v.operand(0), p])
                 w = v.type.width
@@ -534,10 +548,28 @@ class ReverseGen:
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
         elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
+            origin = struct_return_origin(p)
+            if origin is not None:
+                raise ADError(f"an active value is stored through a pointer that '{origin}' "
+                              "returns inside a struct; such a pointer gets no shadow (only a "
+                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
+                              hint="return the pointer alone, or fill a struct passed by "
+                                   "pointer, or let the function be inlined")
             raise ADError("an active value is stored into memory that has no shadow "
-                          "(a global, or an enzyme_const argument)",
+                          "(an enzyme_const argument, or a global that gets no shadow "
+                          "global: one holding pointers or defined outside the program)",
                           location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow")
+                          hint="pass that memory with enzyme_dup and a shadow; for a "
+                               "global holding pointers (a static node pool), allocate the "
+                               "nodes with malloc or keep them in a local array")
+
+    def _int_by_layout(self, load):
+        """Whether the declared layout of the struct/array a load reads from says its
+        bytes are integer fields (a struct copy split per field by SROA)."""
+        from ..analysis.types import layout_kinds
+        dl = self.ctx.module.datalayout
+        kinds = layout_kinds(load.operand(0), dl.store_size(load.type), dl)
+        return kinds == {"int"}
 
     def _callee_kinds(self, inst):
         act = self.act
@@ -594,7 +626,9 @@ class ReverseGen:
                 self.out_shadows[inst] = S
             return
         args = inst.args
-        involved = any(a in act.active or a in act.shadowed for a in args) or inst in act.active
+        involved = any(a in act.active or a in act.shadowed for a in args) \
+            or inst in act.active or inst in act.shadowed \
+            or act.touches_shadow_globals(inst.called_function)
         if ekind == "sort":
             if args[0] in act.shadowed:
                 aug_qsort(self, inst, A)   # ad/sort.py
@@ -713,6 +747,20 @@ class ReverseGen:
         kinds.discard("int")
         if kinds in ({"double"}, {"float"}, {"ptr"}):
             return next(iter(kinds))
+        mem = _mem_intrinsic(inst.callee_name or "")
+        if kinds == {"double", "float"}:
+            if mem == "memset":
+                return "double"   # the shadow's bytes are zeroed whatever they hold
+            fields = self._float_fields(inst) if mem == "memcpy" else None
+            if fields is None:
+                raise ADError(f"{mem} over memory that mixes double and float values, and "
+                              "the layout of the bytes it moves is not visible (not a "
+                              "copy of whole fields of one struct or array type)",
+                              location=self.ctx.err_loc(inst),
+                              hint="copy the fields one by one, or assign the struct")
+            self.mem_fields = getattr(self, "mem_fields", {})
+            self.mem_fields[inst] = fields
+            return "fields"
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
@@ -721,6 +769,20 @@ class ReverseGen:
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
+
+    def _float_fields(self, inst):
+        """A struct copy (memcpy of a constant size) by the declared layout of either
+        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields."""
+        from ..analysis.types import float_fields, tbaa_struct_fields
+        n = inst.args[2]
+        if not isinstance(n, ConstantInt):
+            return None
+        dl = self.ctx.module.datalayout
+        for p in inst.args[:2]:
+            got = float_fields(p, n.value, dl)
+            if got is not None:
+                return got
+        return tbaa_struct_fields(inst, n.value)
 
     # ------------------------------------------------------------- reverse
     def _build_rev(self):
@@ -966,6 +1028,9 @@ class ReverseGen:
             return s
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
+        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
         if p not in self.act.shadowed:
             if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
                 # the primal pointer is never a shadow (see _sh_aug)
@@ -1208,6 +1273,13 @@ class ReverseGen:
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
                 e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
                                    ConstantInt(T.i1, 0)])
+            elif kind == "fields":
+                # a struct copy mixing double and float fields: field runs by layout
+                ds, ss = self.shadow(args[0], b), self.shadow(args[1], b)
+                for off, k, size in self.mem_fields[inst]:
+                    copy_adjoint(e, self.ctx.module, T.double if k == "double" else T.float,
+                                 e.gep_bytes(ds, off), e.gep_bytes(ss, off),
+                                 ConstantInt(T.i64, size), overlap=False)
             else:
                 ty = T.double if kind == "double" else T.float
                 copy_adjoint(e, self.ctx.module, ty, self.shadow(args[0], b),

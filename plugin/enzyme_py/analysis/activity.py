@@ -10,8 +10,9 @@ is stored into it, and it gets a shadow itself only if it holds floating-point
 values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
 instead of making its primal memory look like one.  A call to a defined function
-returns a shadowed pointer only if the callee, analysed with the same activity,
-may return one.  What calls do comes from the call-effects table (``effects.py``).
+returns a shadowed pointer if the callee, analysed with the same activity, may
+return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
+What calls do comes from the call-effects table (``effects.py``).
 Every instruction kind is classified (atomics: active through their memory and
 value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
 generators refuse).  There is no backward ("up") pruning: an active value that cannot reach the
@@ -28,8 +29,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg)
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
-__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "underlying_object",
-           "pointer_aggregate"]
+__all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
+           "underlying_object", "pointer_aggregate"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
@@ -85,11 +86,23 @@ class Activity:
     """``kinds[i]`` for argument i: ``"const"``, ``"dup"`` (pointer with shadow) or
     ``"out"`` (active by-value float)."""
 
-    def __init__(self, fn, kinds, inactive=(), _outer=()):
+    def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=()):
         self.fn = fn
         self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
         self.shadowed: set = set()    # pointers with shadows
+        # globals with shadow globals (analysis/globals.py), and constant GEPs of them
+        self.shadow_globals = shadow_globals
+        self._touches: dict = {}
+        if shadow_globals:
+            from .globals import global_base
+            self.shadowed.update(shadow_globals)
+            for b in fn.blocks:
+                for i in b.instructions:
+                    for o in i.operands:
+                        if o.type.is_pointer and not o.is_instruction and \
+                                global_base(o) in shadow_globals:
+                            self.shadowed.add(o)
         self._key = (fn, tuple(kinds))
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
@@ -153,9 +166,21 @@ class Activity:
                     return "shadow" if any(a in self.shadowed for a in i.args) else None
                 if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                     return None
+                # a defined callee: whatever it may return with a shadow (a pointer
+                # argument's, or a fresh allocation: xmalloc, a node constructor)
                 callee = i.called_function
-                if any(a in self.shadowed for a in i.args) and callee is not None \
-                        and not callee.is_declaration and self._returns_shadow(callee, i.args):
+                if callee is not None and not callee.is_declaration \
+                        and self._returns_shadow(callee, i.args):
+                    return "shadow"
+                return None
+            if isinstance(i, ExtractValue) and isinstance(ops[0], Call):
+                # a pointer returned inside a struct: the generators have no shadow for
+                # it and refuse, where the callee may return a shadowed one
+                callee = ops[0].called_function
+                name = ops[0].callee_name or ""
+                if callee is not None and not callee.is_declaration \
+                        and name not in self.inactive_fns \
+                        and self._returns_shadow(callee, ops[0].args, aggregate=True):
                     return "shadow"
                 return None
             if isinstance(i, AtomicRMW):   # xchg of pointers
@@ -182,7 +207,8 @@ class Activity:
             if eff is not None and eff.kind in _NO_DERIVATIVE_RESULT:
                 return None
             args = i.args
-            if self._any_active(args) or any(a in self.shadowed for a in args):
+            if self._any_active(args) or any(a in self.shadowed for a in args) \
+                    or self.touches_shadow_globals(i.called_function):
                 return "active"
             return None
         if isinstance(i, (BinaryOp, UnaryOp, Cast, Select, ExtractValue, InsertValue,
@@ -191,6 +217,14 @@ class Activity:
         if isinstance(i, Phi):
             return "active" if self._any_active([v for v, _ in i.incoming]) else None
         return None
+
+    def touches_shadow_globals(self, callee) -> bool:
+        """Whether a call to ``callee`` (a defined function) reads or writes a global
+        that has a shadow global: it carries derivatives whatever its arguments."""
+        if not self.shadow_globals:
+            return False
+        from .globals import touches
+        return touches(callee, self.shadow_globals, self._touches)
 
     def may_hold_shadowed_pointers(self, p) -> bool:
         """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
@@ -202,18 +236,44 @@ class Activity:
         return ["dup" if a.type.is_pointer and a in self.shadowed
                 else "out" if floatish(a.type) and a in self.active else "const" for a in args]
 
-    def _returns_shadow(self, callee, args) -> bool:
+    def _returns_shadow(self, callee, args, aggregate=False) -> bool:
+        """Whether ``callee`` may return a shadowed pointer (``aggregate``: inside the
+        struct it returns)."""
         kinds = tuple(self.callee_kinds(args))
-        key = (callee, kinds)
+        key = (callee, kinds, aggregate)
         got = self._callee_ret.get(key)
         if got is None:
-            if key in self._outer or len(self._outer) > 8:
+            if (callee, kinds) in self._outer or len(self._outer) > 8:
                 return True     # recursion (or deep nesting): assume it may
-            sub = Activity(callee, kinds, self.inactive_fns, self._outer)
-            got = any(isinstance(t, Ret) and t.value is not None and t.value in sub.shadowed
-                      for b in callee.blocks for t in [b.terminator])
+            sub = Activity(callee, kinds, self.inactive_fns, self._outer,
+                           self.shadow_globals)
+            rets = [t.value for b in callee.blocks for t in [b.terminator]
+                    if isinstance(t, Ret) and t.value is not None]
+            if aggregate:
+                got = any(sub._aggregate_has_shadow(v) for v in rets)
+            else:
+                got = any(v in sub.shadowed for v in rets)
             self._callee_ret[key] = got
         return got
+
+    def _aggregate_has_shadow(self, v, depth=0) -> bool:
+        """Whether a struct/array value may hold a shadowed pointer."""
+        if not has_pointer(v.type) or depth > 16:
+            return False
+        if isinstance(v, InsertValue):
+            x = v.operand(1)
+            return (x in self.shadowed if x.type.is_pointer
+                    else self._aggregate_has_shadow(x, depth + 1)) \
+                or self._aggregate_has_shadow(v.operand(0), depth + 1)
+        if isinstance(v, Load):
+            return v.operand(0) in self.shadowed \
+                and self.may_hold_shadowed_pointers(v.operand(0))
+        if isinstance(v, (Phi, Select)):
+            vals = [x for x, _ in v.incoming] if isinstance(v, Phi) else v.operands[1:]
+            return any(self._aggregate_has_shadow(x, depth + 1) for x in vals)
+        if isinstance(v, Call):
+            return True   # a struct from another call: assume it may
+        return False      # constants, arguments (passed by value from constant data)
 
     def is_active(self, v) -> bool:
         return v in self.active
@@ -228,6 +288,18 @@ class Activity:
                      if i in self.active or i in self.shadowed]
             out.append(f"{b.name}: {' '.join(names)}")
         return "\n".join(out)
+
+
+def struct_return_origin(p):
+    """The name of the defined function whose struct-typed result ``p`` was extracted
+    from (``Buf b = buf_new(n); b.data[i] = ...``), else None: a pointer returned inside
+    a struct gets no shadow (only a pointer returned alone does)."""
+    v = underlying_object(p)
+    if isinstance(v, ExtractValue) and isinstance(v.operand(0), Call):
+        c = v.operand(0).called_function
+        if c is not None and not c.is_declaration:
+            return c.name.removesuffix(".enzyme")
+    return None
 
 
 def _alloca_may_hold_float(a) -> bool:

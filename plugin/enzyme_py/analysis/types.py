@@ -31,7 +31,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
                                Ret, Select, Store)
 from ..ir.values import Argument
 
-__all__ = ["memory_kinds", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
+__all__ = ["memory_kinds", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
+           "tbaa_kind", "HINTS", "holds_only_integers"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -216,3 +217,161 @@ def holds_only_integers(p) -> bool:
         m = re.search(r"\bdereferenceable\((\d+)\)", p.attrs or "")
         return m is not None and int(m.group(1)) < 8
     return False
+
+
+def float_fields(p, nbytes, datalayout, most=64):
+    """The floating-point fields among the ``nbytes`` at ``p`` by the declared layout of
+    the struct/array they are part of (see ``layout_kinds``): runs ``(offset from p,
+    'double' or 'float', bytes)`` of consecutive fields of one type; None where no layout
+    is visible, a field is only partly covered or a pointer is among the bytes, or there
+    are more than ``most`` runs."""
+    found = _layout_base(p, datalayout)
+    if found is None:
+        return None
+    ty, off = found
+    if off < 0 or off + nbytes > datalayout.size_in_bytes(ty):
+        return None
+    leaves: list = []
+    _leaf_list(ty, 0, datalayout, leaves)
+    runs: list = []
+    for o, t in leaves:
+        if t is None:
+            return None
+        sz = datalayout.size_in_bytes(t)
+        if o + sz <= off or o >= off + nbytes:
+            continue
+        if o < off or o + sz > off + nbytes or t.is_pointer:
+            return None
+        if not t.is_float:
+            continue
+        k = t.kind if t.kind in ("double", "float") else None
+        if k is None:
+            return None
+        if runs and runs[-1][1] == k and runs[-1][0] + runs[-1][2] == o - off:
+            runs[-1] = (runs[-1][0], k, runs[-1][2] + sz)
+        else:
+            runs.append((o - off, k, sz))
+        if len(runs) > most:
+            return None
+    return runs
+
+
+def tbaa_struct_fields(inst, nbytes, most=64):
+    """The floating-point fields a memcpy moves by its ``!tbaa.struct`` (clang's list of
+    ``offset, size, type`` of a struct assignment's fields): runs as ``float_fields``
+    gives them; None without the metadata, when it does not cover ``nbytes`` whole, or
+    a field's type is not known."""
+    module = inst.module
+    text = _md(module, inst.get_metadata("tbaa.struct"))
+    if not text:
+        return None
+    items = re.findall(r"i64 (\d+), i64 (\d+), !(\d+)", text)
+    runs: list = []
+    end = 0
+    for off, size, ref in items:
+        off, size = int(off), int(size)
+        if off < end or off + size > nbytes:
+            return None
+        end = off + size
+        k = tbaa_kind_of_tag(module, "!" + ref)
+        if k is None or k == "ptr" or k == "float-other":
+            return None
+        if k not in ("double", "float"):
+            continue
+        if k == "double" and size != 8 or k == "float" and size != 4:
+            return None
+        if runs and runs[-1][1] == k and runs[-1][0] + runs[-1][2] == off:
+            runs[-1] = (runs[-1][0], k, runs[-1][2] + size)
+        else:
+            runs.append((off, k, size))
+        if len(runs) > most:
+            return None
+    return runs if items else None
+
+
+def _leaf_list(ty, base, dl, out):
+    if _is_union(ty) or getattr(ty, "is_opaque", False):
+        out.append((base, None))   # a union: float_fields gives up
+    elif ty.is_struct:
+        for e, o in zip(ty.elements, dl.field_offsets(ty)):
+            _leaf_list(e, base + o, dl, out)
+    elif ty.is_array or ty.is_vector:
+        esz = dl.size_in_bytes(ty.element)
+        if ty.count > 4096:
+            out.append((base, ty))   # too many: not a float leaf, float_fields gives up
+            return
+        for k in range(ty.count):
+            _leaf_list(ty.element, base + k * esz, dl, out)
+    else:
+        out.append((base, ty))
+
+
+def _layout_base(p, datalayout, limit=16):
+    """(struct/array type, byte offset of p in it) where visible, else None."""
+    from ..ir.values import ConstantInt
+    off = 0
+    v = p
+    while limit:
+        limit -= 1
+        if isinstance(v, GEP):
+            idx = v.indices
+            if not all(isinstance(i, ConstantInt) for i in idx[1:]):
+                return None
+            src = v.source_type
+            if src.is_struct or src.is_array:
+                # the first index steps over whole objects of the same layout
+                return src, off + datalayout.offset_of(src, [i.value for i in idx[1:]])
+            if not isinstance(idx[0], ConstantInt) or len(idx) != 1:
+                return None
+            off += idx[0].value * datalayout.size_in_bytes(src)
+            v = v.operand(0)
+        elif isinstance(v, Cast) and v.opcode in ("bitcast", "addrspacecast"):
+            v = v.operand(0)
+        elif isinstance(v, Alloca) and (v.allocated_type.is_struct
+                                        or v.allocated_type.is_array):
+            return v.allocated_type, off
+        else:
+            return None
+    return None
+
+
+def layout_kinds(p, nbytes, datalayout):
+    """What the ``nbytes`` at ``p`` hold by the declared layout of the object they are
+    part of: ``p`` is a constant byte offset (GEPs with constant indices) from a GEP into
+    a struct or array type, or from an alloca of one.  The kinds of the leaf fields
+    overlapping those bytes (a set over 'double', 'float', 'int', 'ptr'), or None where
+    no layout is visible.  (After SROA, a struct copy is a load and a store per field;
+    this tells an ``i32`` field from a ``float`` bit-copy.)"""
+    found = _layout_base(p, datalayout)
+    if found is None:
+        return None
+    ty, off = found
+    if off < 0 or off + nbytes > datalayout.size_in_bytes(ty):
+        return None
+    out: set = set()
+    _leaves(ty, 0, off, off + nbytes, datalayout, out)
+    return out
+
+
+def _is_union(ty) -> bool:
+    """clang's ``%union.X``: its one member type says nothing about the other members."""
+    return ty.is_struct and str(getattr(ty, "name", "")).lstrip('"').startswith("union.")
+
+
+def _leaves(ty, base, lo, hi, dl, out):
+    size = dl.size_in_bytes(ty)
+    if base >= hi or base + size <= lo:
+        return
+    if _is_union(ty) or getattr(ty, "is_opaque", False):
+        out.add("unknown")
+    elif ty.is_struct:
+        for e, o in zip(ty.elements, dl.field_offsets(ty)):
+            _leaves(e, base + o, lo, hi, dl, out)
+    elif ty.is_array or ty.is_vector:
+        esz = dl.size_in_bytes(ty.element)
+        first = max(0, (lo - base) // esz) if esz else 0
+        last = min(ty.count, (hi - base + esz - 1) // esz) if esz else 0
+        for k in range(first, last):
+            _leaves(ty.element, base + k * esz, lo, hi, dl, out)
+    else:
+        scalar_kinds(ty, out)

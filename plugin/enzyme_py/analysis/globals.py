@@ -1,0 +1,129 @@
+"""Globals that get a shadow global: scratch memory for active intermediates.
+
+A program may keep intermediate values of the computation in a writable global (a
+``static double scratch[N]`` work array, an arena a custom allocator hands out).  Enzyme
+gives such globals a shadow; so do we.  A global gets one when the differentiated
+functions (the closure of a round) store a floating-point value into it -- a ``store``,
+an ``atomicrmw`` or a memcpy/memmove into it, directly or through a pointer a defined
+function returns (an arena allocator) -- it is defined in the module, writable,
+holds no pointers, and is not marked inactive (``__enzyme_inactive_global``).  Its
+shadow is a zero-initialised internal global of the same type; loads from the global
+are then active, stores accumulate and clear adjoints as for any shadowed memory.
+
+A global that the differentiated code only reads (parameters set by the caller, tables)
+gets none: it is constant data for the derivative, as before.
+
+The shadow holds what the global's derivative holds during one derivative call; the
+call sites zero it before each reverse, forward and augmented-forward call (see
+``ad/__init__.py``), so a value that was in the global before the call has derivative
+zero, and adjoints never leak from one call into the next.  Like the global itself, the
+shadow is shared by all threads.
+"""
+
+from __future__ import annotations
+
+from ..ir.instructions import AtomicRMW, Call, Ret, Store
+from ..ir.module import GlobalVariable
+from ..ir.values import ConstantExpr
+from .activity import floatish, has_pointer, underlying_object
+
+__all__ = ["global_base", "scratch_globals", "shadow_constant", "touches"]
+
+_MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
+
+
+def global_base(v, calls=0):
+    """The global variable a pointer (instruction GEPs/casts, constant expressions)
+    points into, else None.  With ``calls`` > 0, also through that many levels of calls
+    to defined functions that return pointers into one global (an arena allocator)."""
+    v = underlying_object(v)
+    for _ in range(16):
+        if isinstance(v, GlobalVariable):
+            return v
+        if calls and isinstance(v, Call) and v.called_function is not None \
+                and not v.called_function.is_declaration:
+            got = {global_base(t.value, calls - 1) for b in v.called_function.blocks
+                   for t in [b.terminator] if isinstance(t, Ret) and t.value is not None}
+            return got.pop() if len(got) == 1 else None
+        if isinstance(v, ConstantExpr) and v.opcode in ("getelementptr", "bitcast",
+                                                        "addrspacecast") and v.operands:
+            v = v.operand(0)
+            continue
+        return None
+    return None
+
+
+def _eligible(g, inactive) -> bool:
+    return (isinstance(g, GlobalVariable) and not g.is_constant and not g.is_declaration
+            and not has_pointer(g.value_type) and g.name not in inactive)
+
+
+def scratch_globals(functions, inactive=()) -> list:
+    """The globals the ``functions`` store floating-point values into (in first-seen
+    order), which get shadow globals."""
+    out: dict = {}
+    for fn in functions:
+        for inst in fn.instructions():
+            g = None
+            if isinstance(inst, Store) and floatish(inst.operand(0).type):
+                g = global_base(inst.operand(1), 2)
+            elif isinstance(inst, AtomicRMW) and floatish(inst.operand(1).type):
+                g = global_base(inst.operand(0), 2)
+            elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
+                d = global_base(inst.args[0], 2)
+                if d is not None and floatish(d.value_type):
+                    g = d
+            if g is not None and _eligible(g, inactive):
+                out[g] = True
+    return list(out)
+
+
+def shadow_constant(v, shadows: dict):
+    """The shadow of a constant pointer into a global that has a shadow global (the
+    global itself, or a constant GEP/cast of it), else None."""
+    if isinstance(v, GlobalVariable):
+        return shadows.get(v)
+    if isinstance(v, ConstantExpr):
+        g = global_base(v)
+        if g is not None and g in shadows:
+            return v.clone({g: shadows[g]})
+    return None
+
+
+def touches(fn, shadows, memo: dict) -> bool:
+    """Whether ``fn`` or a defined function it calls (transitively) uses a global of
+    ``shadows`` (so a call to it carries derivatives through that global even with
+    inactive arguments).  Decided over the whole call graph below ``fn`` at once, so
+    recursion cannot hide a use."""
+    if not shadows or fn is None or fn.is_declaration:
+        return False
+    got = memo.get(fn)
+    if got is not None:
+        return got
+    calls: dict = {}
+    result: dict = {}
+    work, seen = [fn], {fn}
+    while work:
+        f = work.pop()
+        callees, direct = [], False
+        for inst in f.instructions():
+            if not direct:
+                direct = any(o.type.is_pointer and not o.is_instruction
+                             and global_base(o) in shadows for o in inst.operands)
+            if isinstance(inst, Call):
+                c = inst.called_function
+                if c is not None and not c.is_declaration:
+                    callees.append(c)
+                    if c not in seen:
+                        seen.add(c)
+                        work.append(c)
+        calls[f] = callees
+        result[f] = direct or bool(memo.get(f))
+    changed = True
+    while changed:
+        changed = False
+        for f, cs in calls.items():
+            if not result[f] and any(result[c] for c in cs):
+                result[f] = changed = True
+    memo.update(result)
+    return result[fn]
