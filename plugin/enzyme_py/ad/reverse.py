@@ -32,7 +32,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Load, Phi, Ret, Select, ShuffleVector, Store, Switch, UnaryOp,
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
-from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
+from .cache import CacheLayout, appended_buffers, emit_trip_bound, ensure_preheaders
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
 from .errors import ADError, NoDerivativeError, inst_location
 from .kinds import check as check_kind
@@ -1280,10 +1280,12 @@ class ReverseGen:
                 plan[lp] = best
         return plan
 
-    def _hoisted_buffer(self, lp, rec):
+    def _hoisted_buffer(self, lp, rec, state=None):
         """Forward: allocate the buffer of ``lp`` (hoisted to ``H = self.hoist[lp]``) in
         H's preheader, and return the pointer to the records of the current
-        execution of ``lp`` (computed in lp's preheader)."""
+        execution of ``lp`` (computed in lp's preheader).  With ``state`` (an appended
+        buffer, ``cache.appended_buffers``) the allocation is a bump of that buffer, and
+        the result is (pointer, byte offset of the records in the buffer)."""
         e, i64 = self.e, T.i64
         h = self.hoist[lp]
         chain = []
@@ -1298,23 +1300,58 @@ class ReverseGen:
         total = ConstantInt(i64, rec)
         for nb in bounds:
             total = e.binop("mul", total, nb)
-        big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
-        bigslot = self.cache.slots[(("big", lp), h.parent)]
-        self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
+        if state is not None:
+            base = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                             [state, total, self.appended_hint[lp]])
+            big = e.load(T.ptr, state, 8)
+        else:
+            big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
+            bigslot = self.cache.slots[(("big", lp), h.parent)]
+            self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
         e.at_before(self.vmap[lp.preheader].terminator)
         lin = self.aiv[h]
         for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
             lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
         off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
+        if state is not None:
+            off = e.binop("add", base, off)
+            return e.insert(GEP(T.i8, big, [off])), off
         return e.insert(GEP(T.i8, big, [off]))
+
+    def _appended_buffer(self, lp, rec):
+        """Forward: the records of this execution of ``lp`` appended to the buffer that
+        every execution of it shares (``cache.appended_buffers``): (pointer, offset)."""
+        e, i64 = self.e, T.i64
+        st_ty = T.StructType([T.ptr, i64, i64])
+        state = Alloca(st_ty, align=8)
+        entry = self.aug.blocks[0]
+        entry.insert(0, Store(ZeroInit(st_ty), state, align=8))
+        entry.insert(0, state)
+        self.appended_state[lp] = state
+        self.appended_hint[lp] = self.ctx.module.add_global(
+            f"__enzyme_py_cache_hint.{self.ctx.fname(self.P)}", i64, ConstantInt(i64, 0),
+            linkage="internal", align=8)
+        if lp in self.hoist:
+            return self._hoisted_buffer(lp, rec, state)
+        e.at_before(self.vmap[lp.preheader].terminator)
+        n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+        off = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                        [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
+        return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
 
     def _finalize(self):
         e, m = self.e, self.ctx.module
         cache = self.cache
         self.hoist = self._plan_hoisted_buffers()
+        self.appended = appended_buffers(self.loops.loops, self.hoist,
+                                         cache.needs_buffer(self.loops.loops))
+        self.appended_state, self.appended_hint = {}, {}
         for lp, h in self.hoist.items():
-            cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
-        cache.assign_offsets(self.loops.loops)
+            if lp not in self.appended:
+                cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
+        for lp in self.appended:
+            cache.slot(("grow", lp), None, T.ptr, None, special=True)
+        cache.assign_offsets(self.loops.loops, self.appended)
         self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
         i64 = T.i64
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
@@ -1322,19 +1359,25 @@ class ReverseGen:
             if cache.has_buffer(lp):
                 e.at_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
-                ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
                 self.cache_insts[ld] = s.level
                 self.placeholders.append((ld, s))
+                if lp in self.appended:     # an offset in the buffer whose address
+                    gs = cache.slots[(("grow", lp), None)]       # the frame keeps
+                    base = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    self.cache_insts[base] = None
+                    self.placeholders.append((base, gs))
+                    ld = e.insert(GEP(T.i8, base, [ld]))
                 e.store(ld, self.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
         for lp, blk in self.leave_points:
-            if cache.has_buffer(lp) and lp not in self.hoist:
+            if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
                 e.at_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
                 e.call_fn(self._rt("__enzyme_py_cache_free") if counted else free,
                           [e.load(T.ptr, self.rbuf[lp])])
             for inner, h in self.hoist.items():
-                if h is lp:
+                if h is lp and inner not in self.appended:
                     e.at_before(blk.terminator)
                     ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
                     bs = cache.slots[(("big", inner), h.parent)]
@@ -1358,6 +1401,10 @@ class ReverseGen:
             ph = self.vmap[lp.preheader]
             hdr = self.vmap[lp.header]
             n = None
+            if lp in self.appended:
+                self.abuf[lp], off = self._appended_buffer(lp, rec)
+                self.cache_insts[e.store(off, self._aug_addr(bufslot), 8)] = bufslot.level
+                continue
             if lp in self.hoist:
                 self.abuf[lp] = self._hoisted_buffer(lp, rec)
                 self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
@@ -1401,10 +1448,20 @@ class ReverseGen:
         for ld, slot in self.placeholders:
             e.at_before(ld)
             ld.set_operand(0, self._rev_addr(slot))
+        # -- reverse: appended buffers are freed when the reverse sweep returns
+        for lp in self.appended:
+            e.at_before(self.rret.terminator)
+            ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
+                               align=8))
+            self.cache_insts[ld] = None
+            e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: push the frame when returning
         if fsize and self.exit is not None:
             ret = self.vmap[self.exit].terminator
             e.at_before(ret)
+            for lp, state in self.appended_state.items():  # appended buffers' addresses
+                gs = cache.slots[(("grow", lp), None)]
+                self.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
             reserve = self._rt("__enzyme_py_tape_reserve")
             p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
