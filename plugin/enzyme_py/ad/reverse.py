@@ -292,6 +292,7 @@ class ReverseGen:
         copy_body(P, aug, vmap)
         self.vmap = vmap
         self.sh_aug = dict(shad)
+        self.restore_old = {}
         self.replaced_calls = {}
         e = self.e
         pending_phis = []
@@ -309,6 +310,10 @@ class ReverseGen:
                     self._aug_shadow_def(inst, A, pending_phis)
                 if isinstance(inst, Store):
                     self._aug_store(inst, A)
+                    if inst in self.ow.restores:   # the value it overwrites (overwrite.py)
+                        old = Load(inst.operand(0).type, A.operand(1), align=inst.align)
+                        old.insert_before(A)
+                        self.restore_old[inst] = old
         if self.ret_shadow:
             for b in self.cfg.rpo:
                 r = b.terminator
@@ -649,6 +654,7 @@ class ReverseGen:
         self.memo = {}
         self.dphi = {}
         self.cache_insts = {}   # cache load/store -> its level (see _tag_cache_accesses)
+        self.replays = {}       # undone store -> (slot, address slot, type)
         self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
             e.at_end(self.rbody[b])
@@ -670,6 +676,7 @@ class ReverseGen:
         for k, v in enumerate(outs):
             agg = e.insertvalue(agg, v, [k])
         e.ret(agg)
+        self._rev_replay()
 
     # adjoint slots
     def _slot(self, v):
@@ -905,6 +912,31 @@ class ReverseGen:
         self.memo[key] = got
         return got
 
+    def _rev_restore(self, inst, b):
+        """Undo the store ``inst`` (``Overwrite.restores``): what it left goes to a slot
+        that ``_rev_replay`` writes back when the reverse sweep is done."""
+        e, ty = self.e, inst.operand(0).type
+        pp = self.primal(inst.operand(1), b)
+        old = self._cached(("old", inst), self.restore_old[inst], ty, b, b)
+        fin, addr = Alloca(ty), Alloca(T.ptr)
+        self.rentry.insert(0, fin)
+        self.rentry.insert(0, addr)
+        self.rentry.append(Store(fin, addr))   # not executed: write back to the slot itself
+        e.store(e.load(ty, pp, inst.align), fin)
+        e.store(pp, addr)
+        e.store(old, pp, inst.align)
+        self.replays[inst] = (fin, addr, ty)
+
+    def _rev_replay(self):
+        """Write back, in forward order, what each undone store had left."""
+        e = self.e
+        for b in self.cfg.rpo:
+            for inst in b.instructions:
+                if inst in self.replays:
+                    fin, addr, ty = self.replays[inst]
+                    e.at_before(self.rret.terminator)
+                    e.store(e.load(ty, fin), e.load(T.ptr, addr), inst.align)
+
     def _lazy_ops(self, inst, b):
         return [Lazy((lambda v=v: self.primal(v, b)), v.type) for v in inst.operands]
 
@@ -930,6 +962,8 @@ class ReverseGen:
                 e.store(zero(v.type), sp, inst.align)
                 if v in act.active:
                     self._add(v, t)
+            if inst in self.ow.restores:
+                self._rev_restore(inst, b)
             return
         if isinstance(inst, Load):
             if active:

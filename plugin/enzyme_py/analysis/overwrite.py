@@ -14,6 +14,15 @@ there when the memory it reads
   (per their ``memory(...)``/``readonly`` attributes; for the functions in the
   call-effects table, ``effects.py``, what the table says they write).
 
+* or, when every instruction that may overwrite it that way is a plain store outside
+  loops that executes after every execution of the load, and after every block whose
+  reverse may re-read the load (``_reread_blocks``): the reverse sweep undoes those
+  stores (``restores``: the augmented forward saves the value each one overwrites, the
+  reverse of the store puts it back, Tapenade-style), so the memory reads again what
+  the load read; the reverse then writes back, in forward order, what each undone
+  store had left, so the caller still sees the primal's results.  This is the case of
+  an out-parameter written once at the end (``*err = ...``) that may alias the inputs.
+
 Alias reasoning is by underlying object: distinct allocas/mallocs (and local memory
 versus arguments and globals) never alias, distinct globals never alias, an argument
 marked ``noalias`` aliases nothing else, and two constant-offset accesses to the same
@@ -27,8 +36,8 @@ from __future__ import annotations
 
 import re
 
-from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi, Select,
-                               Store, VAArg)
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
+                               Select, Store, VAArg)
 from ..ir.values import Argument, ConstantInt
 from .effects import ALLOC_NAMES, call_effect
 
@@ -158,9 +167,68 @@ def call_writes(call, module=None, pure=None):
     w = _memory_writes(text)
     if w is None:
         return None
+    if fn is not None and not fn.is_declaration:
+        s = _callee_writes(fn, module, pure, set())
+        if s != "all":
+            if s is None or not s:
+                return None
+            return [args[k] for k in sorted(s) if k < len(args)]
     if w == "args":
         return [a for a in args if a.type.is_pointer]
     return "all"
+
+
+def _callee_writes(fn, module, pure, busy, depth=0):
+    """What a defined function may write, from its body: None (nothing its caller can
+    see: only its own allocas and mallocs), a set of argument indices (whole objects
+    behind those pointer arguments), or 'all' (globals, memory reached through loaded
+    pointers, anything not understood, recursion, or a call chain deeper than 4)."""
+    if fn in busy or depth > 4 or fn.is_declaration:
+        return "all"
+    busy = busy | {fn}
+    dl = module.datalayout
+    out: set = set()
+
+    def objects(p):
+        for o in underlying_objects(p, dl):
+            if o.kind == LOCAL or o.kind == CONST:
+                continue
+            if o.kind == ARG and o.value.parent is fn:
+                out.add(o.value.index)
+                continue
+            return False
+        return True
+
+    for inst in fn.instructions():
+        if isinstance(inst, Store):
+            if inst.volatile or not objects(inst.operand(1)):
+                return "all"
+        elif isinstance(inst, (AtomicRMW, CmpXchg, VAArg)):
+            if not objects(inst.operand(0)):
+                return "all"
+        elif isinstance(inst, Call):
+            callee = inst.called_function
+            if callee is not None and callee in busy:
+                return "all"
+            w = call_writes(inst, module, pure) if (callee is None or callee.is_declaration) \
+                else _callee_writes_at(inst, module, pure, busy, depth)
+            if w == "all":
+                return "all"
+            for p in w or ():
+                if not objects(p):
+                    return "all"
+        elif isinstance(inst, Load) and (inst.volatile or inst.ordering):
+            return "all"
+    return out or None
+
+
+def _callee_writes_at(call, module, pure, busy, depth):
+    """The pointer operands of ``call`` (to a defined function) whose objects it may
+    write, None, or 'all'."""
+    s = _callee_writes(call.called_function, module, pure, busy, depth + 1)
+    if s is None or s == "all":
+        return s
+    return [call.args[k] for k in sorted(s) if k < len(call.args)]
 
 
 def _noalias(a):
@@ -204,6 +272,7 @@ class Overwrite:
         self._dl = dl
         self.verdict: dict = {}
         self.reason: dict = {}
+        self.restores: dict = {}   # store -> None: undone by the reverse (forward order)
         # writers: (inst, block, position, [(obj, size)] or 'all')
         writers = []
         loads = []
@@ -219,10 +288,16 @@ class Overwrite:
                     writers.append((b, k, w))
         self._succs = cfg.succs
         self._reach: dict = {}
+        undo = set()
         for ld, b, k in loads:
-            ok, why = self._decide(ld, b, k, writers, dl)
+            ok, why, stores = self._decide(ld, b, k, writers, dl)
+            undo.update(stores)
             self.verdict[ld] = ok
             self.reason[ld] = why
+        for b in cfg.rpo:
+            for inst in b.instructions:
+                if inst in undo:
+                    self.restores[inst] = None
 
     @staticmethod
     def _writes(inst, module, dl, pure):
@@ -257,28 +332,76 @@ class Overwrite:
         return r
 
     def _decide(self, ld, b, k, writers, dl):
+        """(recomputable, why, the stores the reverse must undo for that)."""
         if ld.volatile or ld.ordering:
-            return False, "volatile or atomic"
+            return False, "volatile or atomic", ()
         objs = underlying_objects(ld.operand(0), dl)
         for o in objs:
             if o.kind == LOCAL:
-                return False, "local memory (gone or changed before the reverse sweep)"
+                return False, "local memory (gone or changed before the reverse sweep)", ()
             if o.kind != CONST and not self.stable_args:
-                return False, "caller's memory may change before the reverse sweep"
+                return False, "caller's memory may change before the reverse sweep", ()
         size = dl.store_size(ld.type)
         reach = self._reachable(b)
+        later = []
         for wb, wk, w in writers:
             if not ((wb is b and wk > k) or wb in reach):
                 continue
             if w == "all":
                 if any(o.kind != CONST for o in objs):
-                    return False, f"a later call may write memory ({wb.name})"
+                    return False, f"a later call may write memory ({wb.name})", ()
                 continue
-            for lo in objs:
-                for wo, wsize in w:
-                    if _may_alias(lo, size, wo, wsize):
-                        return False, f"may be overwritten later ({wb.name})"
-        return True, "not overwritten"
+            if any(_may_alias(lo, size, wo, wsize) for lo in objs for wo, wsize in w):
+                later.append((wb, wk))
+        if not later:
+            return True, "not overwritten", ()
+        # may every such writer be undone in the reverse (see the module docstring)?
+        why = f"may be overwritten later ({later[0][0].name})"
+        stores = []
+        reread = None
+        for wb, wk in later:
+            st = wb.instructions[wk]
+            if not isinstance(st, Store) or st.volatile or st.ordering \
+                    or wb in self._reachable(wb) or b in self._reachable(wb):
+                return False, why, ()
+            if reread is None:
+                reread = self._reread_blocks(ld)
+            if wb in reread or any(x in reread for x in self._reachable(wb)):
+                return False, why, ()
+            stores.append(st)
+        return True, f"the stores after it are undone in the reverse ({later[0][0].name})", \
+            stores
+
+    def _reread_blocks(self, ld):
+        """The blocks whose reverse may read ``ld``'s memory again: those of the
+        instructions that use its value through pure instructions, loads (as an
+        address) and phis that may be inductions (recomputed from their start), and
+        of the calls, terminators and stores to an address computed from it that end
+        such a chain.  Other phis end it without a block: the reverse caches them."""
+        out, seen, work = {ld.parent}, set(), [ld]
+        while work:
+            v = work.pop()
+            for u in v.uses:
+                user = u.user
+                if user in seen or not user.is_instruction or user.parent is None:
+                    continue
+                if isinstance(user, Store) and u.index == 0:
+                    continue    # the reverse of a store needs its address, not its value
+                if isinstance(user, Phi) and not self._induction_like(user):
+                    continue    # the reverse caches such a phi's value, needs no operand
+                seen.add(user)
+                out.add(user.parent)
+                if isinstance(user, (Call, Store)) or user.is_terminator:
+                    continue
+                work.append(user)
+        return out
+
+    @staticmethod
+    def _induction_like(phi):
+        """Whether ``phi`` may be an induction variable (an incoming value is an add or
+        GEP of the phi itself), which the reverse recomputes from its start value."""
+        return any(isinstance(v, (BinaryOp, GEP)) and v.num_operands > 1
+                   and v.operand(0) is phi for v, _ in phi.incoming)
 
     def can_recompute(self, load) -> bool:
         return self.verdict.get(load, False)
