@@ -171,3 +171,25 @@ c0: cache (may be overwritten later (entry))"""
     ow = _ow_out("h3")
     assert str(ow) == "a0: cache (may be overwritten later (loop))"
     assert not ow.restores
+
+
+def test_no_undo_of_stores_into_local_memory():
+    """A load through a pointer read from memory may alias a later store into a local
+    alloca; the reverse cannot write that alloca again (it belongs to the augmented
+    forward), so the load is cached."""
+    ir = """
+define void @h4(ptr %pp) {
+entry:
+  %buf = alloca double
+  %p = load ptr, ptr %pp
+  %v = load double, ptr %p
+  br label %next
+next:
+  store double 1.0, ptr %buf
+  ret void
+}
+"""
+    fn = parse_module(ir).get_function("h4")
+    ow = Overwrite(fn, CFG(fn), True)
+    assert str(ow).splitlines()[1] == "v: cache (may be overwritten later (next))"
+    assert not ow.restores

@@ -15,7 +15,8 @@ there when the memory it reads
   call-effects table, ``effects.py``, what the table says they write).
 
 * or, when every instruction that may overwrite it that way is a plain store outside
-  loops that executes after every execution of the load, and after every block whose
+  loops, into the caller's memory (an argument or a global), that executes after every
+  execution of the load, and after every block whose
   reverse may re-read the load (``_reread_blocks``): the reverse sweep undoes those
   stores (``restores``: the augmented forward saves the value each one overwrites, the
   reverse of the store puts it back, Tapenade-style), so the memory reads again what
@@ -363,6 +364,10 @@ class Overwrite:
             st = wb.instructions[wk]
             if not isinstance(st, Store) or st.volatile or st.ordering \
                     or wb in self._reachable(wb) or b in self._reachable(wb):
+                return False, why, ()
+            # the reverse writes there again: memory the caller keeps alive (not a local
+            # of the augmented forward, nor memory reached through a loaded pointer)
+            if not all(o.kind in (ARG, GLOBAL) for o in underlying_objects(st.operand(1), dl)):
                 return False, why, ()
             if reread is None:
                 reread = self._reread_blocks(ld)
