@@ -102,14 +102,17 @@ class Context:
         self._attr_groups[key] = f"#{n}"
         return f"#{n}"
 
-    def get(self, fn, kinds, ret_active, stable_args=False):
+    def get(self, fn, kinds, ret_active, stable_args=False, noalias_args=frozenset()):
         """``stable_args``: the caller keeps the memory behind the arguments unchanged
         until the reverse function has run (an ``__enzyme_autodiff`` call site), so
-        loads from it may be recomputed in the reverse sweep."""
-        key = (fn, tuple(kinds), ret_active, stable_args)
+        loads from it may be recomputed in the reverse sweep; or the set of argument
+        indices for which it does.  ``noalias_args``: arguments that alias no other
+        (see ``Overwrite``)."""
+        key = (fn, tuple(kinds), ret_active, stable_args, noalias_args)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
+            g.noalias_args = noalias_args
             self.queue.append(g)
         return g
 
@@ -271,7 +274,8 @@ class ReverseGen:
                           hint="restructure the goto-based loop")
         self.ow = Overwrite(P, self.cfg, self.stable_args,
                             pure=lambda n: libm_rule(n) is not None
-                            or reduction_rule(n) is not None)
+                            or reduction_rule(n) is not None,
+                            noalias_args=getattr(self, "noalias_args", frozenset()))
 
     def _arg_maps(self, fn, with_tape=True):
         prim, shad, i = {}, {}, 0
@@ -570,7 +574,9 @@ class ReverseGen:
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
-            g = self.ctx.get(callee, kinds, ret_active)
+            g = self.ctx.get(callee, kinds, ret_active,
+                             self.ow.callee_stable.get(inst, False),
+                             self.ow.callee_noalias.get(inst, frozenset()))
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):

@@ -232,11 +232,12 @@ def _callee_writes_at(call, module, pure, busy, depth):
     return [call.args[k] for k in sorted(s) if k < len(call.args)]
 
 
-def _noalias(a):
-    return isinstance(a, Argument) and re.search(r"\bnoalias\b", a.attrs or "") is not None
+def _noalias(a, extra=frozenset()):
+    return isinstance(a, Argument) and (a.index in extra or re.search(
+        r"\bnoalias\b", a.attrs or "") is not None)
 
 
-def _may_alias(lo, lsize, wo, wsize):
+def _may_alias(lo, lsize, wo, wsize, noalias=frozenset()):
     """Load object ``lo`` (size lsize) vs written object ``wo`` (size wsize or None)."""
     if lo.kind == CONST:
         return False  # constant memory is never written
@@ -254,7 +255,7 @@ def _may_alias(lo, lsize, wo, wsize):
         return lo.offset < wo.offset + wsize and wo.offset < lo.offset + lsize
     if lo.kind == GLOBAL and wo.kind == GLOBAL:
         return False
-    return not (_noalias(lo.value) or _noalias(wo.value))
+    return not (_noalias(lo.value, noalias) or _noalias(wo.value, noalias))
 
 
 class Overwrite:
@@ -263,11 +264,20 @@ class Overwrite:
     ``pure(name)``: calls known to write no user memory (libm).
     ``stable_args``: the caller keeps the memory behind the arguments (and globals)
     unchanged and alive from the call until the reverse sweep has run (true at an
-    ``__enzyme_autodiff`` call site, false for callees and split mode)."""
+    ``__enzyme_autodiff`` call site, false in split mode), or the set of argument
+    indices for which it does (a callee: ``callee_stable`` of its caller's analysis).
+    ``noalias_args``: argument indices that alias no other argument or global
+    (``callee_noalias``: the caller passes its own local memory there).
 
-    def __init__(self, fn, cfg, stable_args: bool, pure=None):
+    For each call to a defined function, ``callee_stable[call]`` and
+    ``callee_noalias[call]`` say the same of the callee's arguments at that call (what
+    the callee's own analysis may assume); the stores that must be undone for that are
+    in ``restores`` too."""
+
+    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset()):
         self.fn = fn
         self.stable_args = stable_args
+        self.noalias_args = noalias_args
         module = getattr(fn, "parent", None)
         dl = module.datalayout
         self._dl = dl
@@ -295,6 +305,14 @@ class Overwrite:
             undo.update(stores)
             self.verdict[ld] = ok
             self.reason[ld] = why
+        self.callee_stable: dict = {}
+        self.callee_noalias: dict = {}
+        if stable_args:
+            for b in cfg.rpo:
+                for k, inst in enumerate(b.instructions):
+                    if isinstance(inst, Call) and inst.called_function is not None \
+                            and not inst.called_function.is_declaration:
+                        self._callee_facts(inst, b, k, writers, dl, undo)
         for b in cfg.rpo:
             for inst in b.instructions:
                 if inst in undo:
@@ -340,7 +358,7 @@ class Overwrite:
         for o in objs:
             if o.kind == LOCAL:
                 return False, "local memory (gone or changed before the reverse sweep)", ()
-            if o.kind != CONST and not self.stable_args:
+            if not self._stable(o):
                 return False, "caller's memory may change before the reverse sweep", ()
         size = dl.store_size(ld.type)
         reach = self._reachable(b)
@@ -352,7 +370,8 @@ class Overwrite:
                 if any(o.kind != CONST for o in objs):
                     return False, f"a later call may write memory ({wb.name})", ()
                 continue
-            if any(_may_alias(lo, size, wo, wsize) for lo in objs for wo, wsize in w):
+            if any(_may_alias(lo, size, wo, wsize, self.noalias_args)
+                   for lo in objs for wo, wsize in w):
                 later.append((wb, wk))
         if not later:
             return True, "not overwritten", ()
@@ -362,12 +381,7 @@ class Overwrite:
         reread = None
         for wb, wk in later:
             st = wb.instructions[wk]
-            if not isinstance(st, Store) or st.volatile or st.ordering \
-                    or wb in self._reachable(wb) or b in self._reachable(wb):
-                return False, why, ()
-            # the reverse writes there again: memory the caller keeps alive (not a local
-            # of the augmented forward, nor memory reached through a loaded pointer)
-            if not all(o.kind in (ARG, GLOBAL) for o in underlying_objects(st.operand(1), dl)):
+            if not self._undoable(st, wb, b, dl):
                 return False, why, ()
             if reread is None:
                 reread = self._reread_blocks(ld)
@@ -376,6 +390,66 @@ class Overwrite:
             stores.append(st)
         return True, f"the stores after it are undone in the reverse ({later[0][0].name})", \
             stores
+
+    def _stable(self, o):
+        """Whether object ``o`` stays unchanged and alive until the reverse sweep (but
+        for this function's own writes)."""
+        if o.kind == CONST:
+            return True
+        if self.stable_args is True:
+            return o.kind != LOCAL
+        return bool(self.stable_args) and o.kind == ARG and o.value.index in self.stable_args
+
+    def _undoable(self, st, wb, b, dl):
+        """Whether the reverse may undo ``st`` (in block ``wb``) for a read in block
+        ``b``: a plain store outside loops, after ``b`` without a way back, into memory
+        the caller keeps alive (not a local of the augmented forward, which is gone by
+        then, nor memory reached through a loaded pointer)."""
+        if not isinstance(st, Store) or st.volatile or st.ordering \
+                or wb in self._reachable(wb) or b in self._reachable(wb):
+            return False
+        return all(o.kind in (ARG, GLOBAL) and self._stable(o)
+                   for o in underlying_objects(st.operand(1), dl))
+
+    def _callee_facts(self, call, b, k, writers, dl, undo):
+        """``callee_stable``/``callee_noalias`` of a call (see the class docstring).  An
+        argument is stable for the callee when its objects are stable here and every
+        later writer that may alias them is a store the reverse undoes before it reaches
+        the call's reverse (where the callee's reverse reads them); it is noalias when
+        it points into local memory here that no other pointer argument reaches."""
+        args = call.args
+        objs = {j: underlying_objects(a, dl) for j, a in enumerate(args) if a.type.is_pointer}
+        stable, noalias = set(), set()
+        reach = self._reachable(b)
+        for j, os_ in objs.items():
+            mine = {id(o.value) for o in os_}
+            if all(o.kind == LOCAL for o in os_) and all(
+                    o.kind != UNKNOWN and id(o.value) not in mine
+                    for i, oth in objs.items() if i != j for o in oth):
+                noalias.add(j)
+                continue
+            if not all(o.kind != LOCAL and self._stable(o) for o in os_):
+                continue
+            stores, ok = [], True
+            for wb, wk, w in writers:
+                if not ((wb is b and wk > k) or wb in reach):
+                    continue
+                # the callee may read any part of the objects
+                if w == "all" or any(_may_alias(_Obj(lo.kind, lo.value, None), 8, wo, None,
+                                                self.noalias_args)
+                                     for lo in os_ for wo, _ in w):
+                    st = wb.instructions[wk]
+                    if w == "all" or not self._undoable(st, wb, b, dl):
+                        ok = False
+                        break
+                    stores.append(st)
+            if ok:
+                stable.add(j)
+                undo.update(stores)
+        if stable:
+            self.callee_stable[call] = frozenset(stable)
+        if noalias:
+            self.callee_noalias[call] = frozenset(noalias)
 
     def _reread_blocks(self, ld):
         """The blocks whose reverse may read ``ld``'s memory again: those of the
