@@ -9,8 +9,8 @@
 - ``__enzyme_py_cache_bump(state, n, hint) -> i64``: appends ``n`` bytes to a buffer
   shared by every execution of an inner loop (``cache.py``), ``state = {ptr data, i64
   capacity, i64 used}``, and returns their byte offset; a buffer too small is replaced
-  by one of at least twice the size, and at least ``*hint`` bytes, from
-  ``__enzyme_py_cache_alloc`` (the used bytes copied, the old one freed).  ``hint``
+  by one of at least twice the size, and at least ``*hint`` bytes (the first from
+  ``__enzyme_py_cache_alloc``, the next ones by ``realloc`` of that block).  ``hint``
   (a global of the call site, updated with an atomic max) remembers the largest size
   asked for, so that the next gradient takes
   one block of the final size from the pool at once, instead of growing through
@@ -361,16 +361,27 @@ def runtime_function(module, name, ty=None, owner=None):
         from ..ir.instructions import AtomicRMW
         before = e.insert(AtomicRMW("umax", hint, nc, "monotonic", align=8))
         nc = e.select(e.icmp("ult", nc, before), before, nc)
-        p = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc", owner=owner), [nc])
-        old = e.load(T.ptr, st, 8)
-        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
-        e.call_fn(memcpy, [p, old, used, ConstantInt(T.i1, 0)])
-        # the smaller block goes back to the system, not to the pool: pooled, the
-        # blocks of the doublings would fill the pool's slots before the final one
         from ..ir.values import ConstantNull
-        null = ConstantNull(T.ptr)
-        raw = e.select(e.icmp("eq", old, null), null, e.gep_bytes(old, -16))
-        e.call_fn(e.declare("free", T.void, [T.ptr]), [raw])
+        old = e.load(T.ptr, st, 8)
+        first, more, have = (fn.append_basic_block(x) for x in ("first", "more", "have"))
+        e.cbr(e.icmp("eq", old, ConstantNull(T.ptr)), first, more)
+        # the first block may come from the pool (the hint asks for the final size)
+        e.at_end(first)
+        p1 = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc", owner=owner), [nc])
+        e.br(have)
+        # a larger one: realloc of the block with its header (glibc moves large blocks
+        # with mremap: no copy, no second block alive beside the first)
+        e.at_end(more)
+        nb = e.binop("add", nc, ConstantInt(i64, 16))
+        raw = e.call_fn(e.declare("realloc", T.ptr, [T.ptr, i64]), [e.gep_bytes(old, -16), nb])
+        _check(module, e, fn, raw, nb, what)
+        e.store(nc, raw, 8)
+        p2 = e.gep_bytes(raw, 16)
+        e.br(have)
+        e.at_end(have)
+        p = e.phi(T.ptr)
+        p.add_incoming(p1, first)
+        p.add_incoming(p2, p2.parent)
         e.store(p, st, 8)
         # a block from the pool may be larger than asked for: its header says how large
         e.store(e.load(i64, e.gep_bytes(p, -16), 8), capp, 8)

@@ -6,27 +6,33 @@ there when the memory it reads
 * is still alive (not a local ``alloca`` of the augmented forward function, not heap
   memory the function may free): arguments of a function whose caller keeps them
   unchanged until the reverse sweep (``stable_args``: the function differentiated
-  at an ``__enzyme_autodiff`` call site), globals, memory reached through pointers
-  loaded from such memory; constant globals always;
+  at an ``__enzyme_autodiff`` call site, all of them; a callee, those its caller's
+  analysis proves, ``callee_stable``), globals and memory reached through pointers
+  loaded from such memory (at an ``__enzyme_autodiff`` call site); constant globals
+  always;
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
   (per their ``memory(...)``/``readonly`` attributes; for the functions in the
-  call-effects table, ``effects.py``, what the table says they write).
-
+  call-effects table, ``effects.py``, what the table says they write; for defined
+  functions without such attributes, what their bodies write, ``_callee_writes``),
 * or, when every instruction that may overwrite it that way is a plain store outside
   loops, into the caller's memory (an argument or a global), that executes after every
-  execution of the load, and after every block whose
-  reverse may re-read the load (``_reread_blocks``): the reverse sweep undoes those
-  stores (``restores``: the augmented forward saves the value each one overwrites, the
-  reverse of the store puts it back, Tapenade-style), so the memory reads again what
-  the load read; the reverse then writes back, in forward order, what each undone
-  store had left, so the caller still sees the primal's results.  This is the case of
-  an out-parameter written once at the end (``*err = ...``) that may alias the inputs.
+  execution of the load and after every block whose reverse may read the load again
+  (``_reread_blocks``): the reverse sweep undoes those stores (``restores``: the
+  augmented forward saves the value each one overwrites, the reverse of the store puts
+  it back, Tapenade-style), so the memory reads again what the load read; the reverse
+  then writes back, in forward order, what each undone store had left, so the caller
+  still sees the primal's results.  This is the case of an out-parameter written at
+  the end (``*err = ...``) that may alias the inputs.  A callee's argument is stable
+  on the same terms: the caller's later writers that may alias it are stores undone
+  before the reverse reaches the call.
 
 Alias reasoning is by underlying object: distinct allocas/mallocs (and local memory
 versus arguments and globals) never alias, distinct globals never alias, an argument
-marked ``noalias`` aliases nothing else, and two constant-offset accesses to the same
+marked ``noalias`` aliases nothing else (nor does a callee's argument that points into
+its caller's local memory where no other argument of the call points,
+``callee_noalias``), and two constant-offset accesses to the same
 object alias only when their byte ranges overlap.  Everything else may alias.
 
 The result is read-only; ``str(result)`` lists each load with its verdict and reason
