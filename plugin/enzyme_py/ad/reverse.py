@@ -7,9 +7,12 @@ The forward sweep is P with shadow computations (shadow GEPs, shadow
 allocations, shadow pointer stores), an iteration counter per loop, and a store
 of every value the reverse sweep needs and can neither recompute (pure
 instructions, loop induction variables, loads the overwrite analysis proves
-unchanged) nor find elsewhere.  Those values live per loop iteration in buffers
-sized from the trip count (grown for while loops) or, outside loops, in a
-fixed-size frame (see ``cache.py``).  The reverse sweep visits blocks in
+unchanged, or unchanged once the reverse sweep has undone the stores it names: the
+forward saves what each of those overwrites, the reverse puts it back and, at its end,
+writes back what they left) nor find elsewhere.  Those values live per loop
+iteration in buffers sized from the trip count (grown for while loops; appended to one
+buffer per call for inner loops whose trip count depends on the outer ones) or,
+outside loops, in a fixed-size frame (see ``cache.py``).  The reverse sweep visits blocks in
 reverse, recomputes, accumulates adjoints (in allocas that mem2reg promotes) and
 replays the control flow: loop headers by their counters, other merges from
 cached predecessor indices.  The frame is pushed on the tape (a LIFO stack)
