@@ -193,3 +193,46 @@ next:
     ow = Overwrite(fn, CFG(fn), True)
     assert str(ow).splitlines()[1] == "v: cache (may be overwritten later (next))"
     assert not ow.restores
+
+
+IR_CALLEE = """
+define void @proj(ptr %c, ptr %out) {
+entry:
+  %v = load double, ptr %c
+  %m = fmul double %v, 2.0
+  store double %m, ptr %out
+  %q = getelementptr double, ptr %c, i64 1
+  %w = load double, ptr %q
+  %o1 = getelementptr double, ptr %out, i64 1
+  store double %w, ptr %o1
+  ret void
+}
+define void @reproj(ptr %c, ptr %err) {
+entry:
+  %p = alloca [2 x double]
+  call void @proj(ptr %c, ptr %p)
+  %r = load double, ptr %p
+  store double %r, ptr %err
+  ret void
+}
+"""
+
+
+def test_callee_arguments_stable_and_noalias_at_the_call():
+    """At reproj's call, %c is stable for the callee (the later store to %err, which
+    may alias it, is undone by reproj's reverse before it reaches the call) and %p,
+    reproj's own alloca that no other argument reaches, is noalias there; with those
+    facts both loads of the callee are recomputed, without them both are cached."""
+    m = parse_module(IR_CALLEE)
+    caller, callee = m.get_function("reproj"), m.get_function("proj")
+    ow = Overwrite(caller, CFG(caller), True)
+    (call,) = [i for i in caller.blocks[0].instructions if i.opcode == "call"]
+    assert ow.callee_stable[call] == frozenset({0})
+    assert ow.callee_noalias[call] == frozenset({1})
+    assert [i.opcode for i in ow.restores] == ["store"]
+    facts = Overwrite(callee, CFG(callee), ow.callee_stable[call],
+                      noalias_args=ow.callee_noalias[call])
+    assert str(facts) == "v: recompute (not overwritten)\nw: recompute (not overwritten)"
+    assert str(Overwrite(callee, CFG(callee), ow.callee_stable[call])) == \
+        "v: cache (may be overwritten later (entry))\nw: cache (may be overwritten later (entry))"
+    assert "cache" in str(Overwrite(callee, CFG(callee), False)).split("\n")[1]
