@@ -3,7 +3,7 @@
 reverse, reverse over forward, reverse over reverse, forward over forward), and the
 Hessian-vector products are compared with analytic Hessians.  The inner functions
 are chosen so that their derivative code uses every part of EnzymePy's runtime: loop
-caches (counted and growing), the tape of frames (recursion), shadow heap blocks."""
+caches (counted, growing, and appended to one buffer), the tape of frames (recursion), shadow heap blocks."""
 
 from __future__ import annotations
 
@@ -89,6 +89,34 @@ static void h_f_rec(const double *x, double H[N][N]) {
     for (int j = 0; j < N; j++) H[k][j] = k == j ? -P : P / (tan(x[k]) * tan(x[j]));
 }
 
+/* f = sum_i x_i prod_{j<i} (1 + x_j^2), the products built in place in a heap array
+   by a triangular loop nest (the inner trip count is the outer index: its cache
+   records are appended to one growing buffer) */
+double f_tri(const double *x, int n) {
+  double *y = malloc(n * sizeof *y);
+  for (int i = 0; i < n; i++) y[i] = x[i];
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++) y[i] = y[i] * (1.0 + x[j] * x[j]);
+  double s = 0.0;
+  for (int i = 0; i < n; i++) s += y[i];
+  free(y);
+  return s;
+}
+static void h_f_tri(const double *x, double H[N][N]) {
+  memset(H, 0, sizeof(double) * N * N);
+  for (int i = 0; i < N; i++) {
+    double P = 1.0;
+    for (int j = 0; j < i; j++) P *= 1 + x[j] * x[j];
+    for (int j = 0; j < i; j++) {
+      double aj = 2 * x[j] / (1 + x[j] * x[j]);
+      H[i][j] += P * aj;
+      H[j][i] += P * aj;
+      for (int k = 0; k < i; k++)
+        H[j][k] += x[i] * P * (j == k ? 2 / (1 + x[j] * x[j]) : aj * 2 * x[k] / (1 + x[k] * x[k]));
+    }
+  }
+}
+
 #define NEST(F)                                                                          \
   void grad_##F(const double *x, double *dx, int n) {                                    \
     __enzyme_autodiff((void *)F, enzyme_dup, x, dx, enzyme_const, n);                    \
@@ -145,6 +173,7 @@ NEST(f_prod)
 NEST(f_while)
 NEST(f_heap)
 NEST(f_rec)
+NEST(f_tri)
 
 int main(void) {
   const double x[N] = {0.3, -0.7, 1.2, 0.5}, v[N] = {1.0, 0.5, -0.25, 2.0};
@@ -152,6 +181,7 @@ int main(void) {
   check_f_while(x, v);
   check_f_heap(x, v);
   check_f_rec(x, v);
+  check_f_tri(x, v);
   return 0;
 }
 """
@@ -162,7 +192,7 @@ def test_hessian_vector_products_in_all_four_nestings(tmp_path, opt):
     out = build_and_run(tmp_path, HESSIANS, opt)
     assert out.returncode == 0, out.stderr
     v = parse_values(out.stdout)
-    for f in ("f_prod", "f_while", "f_heap", "f_rec"):
+    for f in ("f_prod", "f_while", "f_heap", "f_rec", "f_tri"):
         want = v[f + "_want"]
         hv, vhv = want[:4], want[4]
         assert max(abs(w) for w in hv) > 0.1   # not a degenerate point

@@ -15,6 +15,24 @@ reverse needs it (``None``: outside every loop).  Each level has a record layout
   Its pointer lives in a slot of the parent level; the reverse sweep frees it when it
   leaves the loop (the reverse of the preheader edge).
 
+Where a loop's preheader is itself inside a loop, a buffer per entry would be one
+allocation per iteration of the enclosing loop.  Two ways avoid that:
+
+* *hoisting* (``big`` slots): when the trip counts of the loop and of its ancestors
+  up to ``H`` can all be computed in ``H``'s preheader, one buffer for the whole of
+  ``H`` is allocated there, sized by their product, and each execution of the loop
+  indexes it by the linearised iteration numbers of the loops around it;
+* *appending* (:func:`appended_buffers`, ``grow`` slots): otherwise (an inner trip
+  count that depends on the outer loop, as in a triangular ``for (j = i + 1; j < n;
+  j++)`` or a CSR row ``for (p = row[i]; p < row[i + 1]; p++)``), the records of every
+  execution go one after another into one buffer per call of the function, grown
+  (doubling, ``__enzyme_py_cache_bump``) when an execution's trip count does not fit;
+  the parent's record keeps the byte offset of the execution's records instead of a
+  pointer, and the buffer's final address goes into the frame.  This needs only the
+  trip count of each execution in its own preheader (or in ``H``'s when hoisting
+  applies too), whatever the loops around compute; the reverse sweep frees the
+  buffer once, when it returns.
+
 A value defined in an inner loop but needed after that loop (in reverse) is stored
 at the outer level on every inner iteration: the last store wins, which is the value
 the outer code saw.
@@ -26,7 +44,7 @@ from ..ir import types as T
 from ..ir.instructions import BinaryOp, Br, Cast, ICmp, Phi, Select, Switch
 from ..ir.values import ConstantInt
 
-__all__ = ["Slot", "CacheLayout", "ensure_preheaders", "emit_trip_bound"]
+__all__ = ["Slot", "CacheLayout", "ensure_preheaders", "emit_trip_bound", "appended_buffers"]
 
 
 class Slot:
@@ -57,12 +75,23 @@ class CacheLayout:
     def has_buffer(self, loop) -> bool:
         return bool(self.by_level.get(loop))
 
-    def assign_offsets(self, loops):
+    def needs_buffer(self, loops) -> dict:
+        """{loop: whether it will have a buffer}: slots of its own, or a child's
+        buffer pointer to keep (what :meth:`assign_offsets` will lay out)."""
+        needs = {lp: self.has_buffer(lp) for lp in loops}
+        for lp in sorted(loops, key=lambda x: -x.depth):
+            if needs[lp] and lp.parent is not None:
+                needs[lp.parent] = True
+        return needs
+
+    def assign_offsets(self, loops, appended=()):
         """Give every loop with slots a pointer slot in its parent level (innermost loops
-        first, so that parents learn they need a buffer), then lay out the records."""
+        first, so that parents learn they need a buffer), then lay out the records.
+        For the loops in ``appended`` that slot holds a byte offset (i64)."""
         for lp in sorted(loops, key=lambda x: -x.depth):
             if self.has_buffer(lp):
-                self.slot(("buf", lp), lp.parent, T.ptr, None, special=True)
+                self.slot(("buf", lp), lp.parent, T.i64 if lp in appended else T.ptr, None,
+                          special=True)
         for level, slots in self.by_level.items():
             off = 0
             for s in slots:
@@ -81,6 +110,7 @@ class CacheLayout:
             return labels[lp]
 
         hoisted = {s.key[1]: s.level for s in self.slots.values() if s.key[0] == "big"}
+        appended = {s.key[1] for s in self.slots.values() if s.key[0] == "grow"}
         out = []
         for level, slots in self.by_level.items():
             fields = ", ".join(f"{_kname(s.key, label)}@{s.offset}" for s in slots)
@@ -91,6 +121,11 @@ class CacheLayout:
             where = f"in {label(level.parent)}" if level.parent is not None else "outermost"
             if not is_counted(level):
                 kind = "while loop, buffer grown by realloc"
+            elif level in appended:
+                root = level
+                while root.parent is not None:
+                    root = root.parent
+                kind = f"counted loop, appended to one buffer grown across {label(root)}"
             elif level in hoisted:
                 h = level
                 while h.parent is not hoisted[level]:
@@ -107,6 +142,17 @@ def is_counted(loop) -> bool:
     """Whether the buffer of ``loop`` is sized from its trip count on entry
     (:func:`emit_trip_bound` can bound it) rather than grown as it runs."""
     return loop.count is not None and loop.count.phi.type.width <= 64
+
+
+def appended_buffers(loops, hoist, needs) -> set:
+    """The counted loops whose buffer is allocated (in their preheader, or in that of
+    ``hoist[loop]``, the ancestor their buffer is hoisted to) inside another loop: their
+    records are appended to one buffer per call instead (see the module docstring)."""
+    out = set()
+    for lp in loops:
+        if needs.get(lp) and is_counted(lp) and hoist.get(lp, lp).parent is not None:
+            out.add(lp)
+    return out
 
 
 def _kname(key, label):

@@ -7,9 +7,12 @@ The forward sweep is P with shadow computations (shadow GEPs, shadow
 allocations, shadow pointer stores), an iteration counter per loop, and a store
 of every value the reverse sweep needs and can neither recompute (pure
 instructions, loop induction variables, loads the overwrite analysis proves
-unchanged) nor find elsewhere.  Those values live per loop iteration in buffers
-sized from the trip count (grown for while loops) or, outside loops, in a
-fixed-size frame (see ``cache.py``).  The reverse sweep visits blocks in
+unchanged, or unchanged once the reverse sweep has undone the stores it names: the
+forward saves what each of those overwrites, the reverse puts it back and, at its end,
+writes back what they left) nor find elsewhere.  Those values live per loop
+iteration in buffers sized from the trip count (grown for while loops; appended to one
+buffer per call for inner loops whose trip count depends on the outer ones) or,
+outside loops, in a fixed-size frame (see ``cache.py``).  The reverse sweep visits blocks in
 reverse, recomputes, accumulates adjoints (in allocas that mem2reg promotes) and
 replays the control flow: loop headers by their counters, other merges from
 cached predecessor indices.  The frame is pushed on the tape (a LIFO stack)
@@ -34,7 +37,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Unreachable)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi
-from .cache import CacheLayout, emit_trip_bound, ensure_preheaders
+from .cache import CacheLayout, appended_buffers, emit_trip_bound, ensure_preheaders
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort, rev_qsort
 from .emit import Emitter, Lazy, acc_zero, copy_body, zero
@@ -116,15 +119,19 @@ class Context:
         self._attr_groups[(key, inline_nounwind)] = f"#{n}"
         return f"#{n}"
 
-    def get(self, fn, kinds, ret_active, stable_args=False, parallel=False):
+    def get(self, fn, kinds, ret_active, stable_args=False, noalias_args=frozenset(),
+            parallel=False):
         """``stable_args``: the caller keeps the memory behind the arguments unchanged
         until the reverse function has run (an ``__enzyme_autodiff`` call site), so
-        loads from it may be recomputed in the reverse sweep.  ``parallel``: the code
-        runs on several threads at once (an OpenMP region, see ``openmp.py``)."""
-        key = (fn, tuple(kinds), ret_active, stable_args, parallel)
+        loads from it may be recomputed in the reverse sweep; or the set of argument
+        indices for which it does.  ``noalias_args``: arguments that alias no other
+        (see ``Overwrite``).  ``parallel``: the code runs on several threads at once
+        (an OpenMP region, see ``openmp.py``)."""
+        key = (fn, tuple(kinds), ret_active, stable_args, noalias_args, parallel)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
+            g.noalias_args = noalias_args
             g.parallel = parallel
             self.queue.append(g)
         return g
@@ -289,7 +296,8 @@ class ReverseGen:
                           hint="restructure the goto-based loop")
         self.ow = Overwrite(P, self.cfg, self.stable_args,
                             pure=lambda n: libm_rule(n) is not None
-                            or reduction_rule(n) is not None)
+                            or reduction_rule(n) is not None,
+                            noalias_args=getattr(self, "noalias_args", frozenset()))
 
     def _arg_maps(self, fn, with_tape=True):
         prim, shad, i = {}, {}, 0
@@ -310,6 +318,7 @@ class ReverseGen:
         copy_body(P, aug, vmap)
         self.vmap = vmap
         self.sh_aug = dict(shad)
+        self.restore_old = {}
         self.replaced_calls = {}
         e = self.e
         pending_phis = []
@@ -327,6 +336,10 @@ class ReverseGen:
                     self._aug_shadow_def(inst, A, pending_phis)
                 if isinstance(inst, Store):
                     self._aug_store(inst, A)
+                    if inst in self.ow.restores:   # the value it overwrites (overwrite.py)
+                        old = Load(inst.operand(0).type, A.operand(1), align=inst.align)
+                        old.insert_before(A)
+                        self.restore_old[inst] = old
         if self.ret_shadow:
             for b in self.cfg.rpo:
                 r = b.terminator
@@ -674,11 +687,19 @@ class ReverseGen:
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
-            g = self.ctx.get(callee, kinds, ret_active, parallel=self.parallel)
+            if self.parallel:
+                # other threads may write what the arguments point to meanwhile: the
+                # caller's overwrite facts do not carry into the callee
+                facts = (False, frozenset())
+            else:
+                facts = (self.ow.callee_stable.get(inst, False),
+                         self.ow.callee_noalias.get(inst, frozenset()))
+            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=self.parallel)
             if pairs is not None:
                 self.e.at_before(A)
                 g = Dispatched(self, inst, pairs,
-                               [self.ctx.get(c, kinds, ret_active, parallel=self.parallel)
+                               [self.ctx.get(c, kinds, ret_active, *facts,
+                                             parallel=self.parallel)
                                 for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
@@ -803,6 +824,7 @@ class ReverseGen:
         self.memo = {}
         self.dphi = {}
         self.cache_insts = {}   # cache load/store -> its level (see _tag_cache_accesses)
+        self.replays = {}       # undone store -> (slot, address slot, type)
         self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
             e.at_end(self.rbody[b])
@@ -824,6 +846,7 @@ class ReverseGen:
         for k, v in enumerate(outs):
             agg = e.insertvalue(agg, v, [k])
         e.ret(agg)
+        self._rev_replay()
 
     # adjoint slots
     def _slot(self, v):
@@ -1062,6 +1085,31 @@ class ReverseGen:
         self.memo[key] = got
         return got
 
+    def _rev_restore(self, inst, b):
+        """Undo the store ``inst`` (``Overwrite.restores``): what it left goes to a slot
+        that ``_rev_replay`` writes back when the reverse sweep is done."""
+        e, ty = self.e, inst.operand(0).type
+        pp = self.primal(inst.operand(1), b)
+        old = self._cached(("old", inst), self.restore_old[inst], ty, b, b)
+        fin, addr = Alloca(ty), Alloca(T.ptr)
+        self.rentry.insert(0, fin)
+        self.rentry.insert(0, addr)
+        self.rentry.append(Store(fin, addr))   # not executed: write back to the slot itself
+        e.store(e.load(ty, pp, inst.align), fin)
+        e.store(pp, addr)
+        e.store(old, pp, inst.align)
+        self.replays[inst] = (fin, addr, ty)
+
+    def _rev_replay(self):
+        """Write back, in forward order, what each undone store had left."""
+        e = self.e
+        for b in self.cfg.rpo:
+            for inst in b.instructions:
+                if inst in self.replays:
+                    fin, addr, ty = self.replays[inst]
+                    e.at_before(self.rret.terminator)
+                    e.store(e.load(ty, fin), e.load(T.ptr, addr), inst.align)
+
     def _lazy_ops(self, inst, b):
         return [Lazy((lambda v=v: self.primal(v, b)), v.type) for v in inst.operands]
 
@@ -1087,6 +1135,8 @@ class ReverseGen:
                 e.store(zero(v.type), sp, inst.align)
                 if v in act.active:
                     self._add(v, t)
+            if inst in self.ow.restores:
+                self._rev_restore(inst, b)
             return
         if isinstance(inst, Load):
             if active:
@@ -1454,10 +1504,12 @@ class ReverseGen:
                 plan[lp] = best
         return plan
 
-    def _hoisted_buffer(self, lp, rec):
+    def _hoisted_buffer(self, lp, rec, state=None):
         """Forward: allocate the buffer of ``lp`` (hoisted to ``H = self.hoist[lp]``) in
         H's preheader, and return the pointer to the records of the current
-        execution of ``lp`` (computed in lp's preheader)."""
+        execution of ``lp`` (computed in lp's preheader).  With ``state`` (an appended
+        buffer, ``cache.appended_buffers``) the allocation is a bump of that buffer, and
+        the result is (pointer, byte offset of the records in the buffer)."""
         e, i64 = self.e, T.i64
         h = self.hoist[lp]
         chain = []
@@ -1472,23 +1524,58 @@ class ReverseGen:
         total = ConstantInt(i64, rec)
         for nb in bounds:
             total = e.binop("mul", total, nb)
-        big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
-        bigslot = self.cache.slots[(("big", lp), h.parent)]
-        self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
+        if state is not None:
+            base = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                             [state, total, self.appended_hint[lp]])
+            big = e.load(T.ptr, state, 8)
+        else:
+            big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
+            bigslot = self.cache.slots[(("big", lp), h.parent)]
+            self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
         e.at_before(self.vmap[lp.preheader].terminator)
         lin = self.aiv[h]
         for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
             lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
         off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
+        if state is not None:
+            off = e.binop("add", base, off)
+            return e.insert(GEP(T.i8, big, [off])), off
         return e.insert(GEP(T.i8, big, [off]))
+
+    def _appended_buffer(self, lp, rec):
+        """Forward: the records of this execution of ``lp`` appended to the buffer that
+        every execution of it shares (``cache.appended_buffers``): (pointer, offset)."""
+        e, i64 = self.e, T.i64
+        st_ty = T.StructType([T.ptr, i64, i64])
+        state = Alloca(st_ty, align=8)
+        entry = self.aug.blocks[0]
+        entry.insert(0, Store(ZeroInit(st_ty), state, align=8))
+        entry.insert(0, state)
+        self.appended_state[lp] = state
+        self.appended_hint[lp] = self.ctx.module.add_global(
+            f"__enzyme_py_cache_hint.{self.ctx.fname(self.P)}", i64, ConstantInt(i64, 0),
+            linkage="internal", align=8)
+        if lp in self.hoist:
+            return self._hoisted_buffer(lp, rec, state)
+        e.at_before(self.vmap[lp.preheader].terminator)
+        n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+        off = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                        [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
+        return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
 
     def _finalize(self):
         e, m = self.e, self.ctx.module
         cache = self.cache
         self.hoist = self._plan_hoisted_buffers()
+        self.appended = appended_buffers(self.loops.loops, self.hoist,
+                                         cache.needs_buffer(self.loops.loops))
+        self.appended_state, self.appended_hint = {}, {}
         for lp, h in self.hoist.items():
-            cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
-        cache.assign_offsets(self.loops.loops)
+            if lp not in self.appended:
+                cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
+        for lp in self.appended:
+            cache.slot(("grow", lp), None, T.ptr, None, special=True)
+        cache.assign_offsets(self.loops.loops, self.appended)
         self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
         i64 = T.i64
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
@@ -1496,19 +1583,25 @@ class ReverseGen:
             if cache.has_buffer(lp):
                 e.at_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
-                ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
                 self.cache_insts[ld] = s.level
                 self.placeholders.append((ld, s))
+                if lp in self.appended:     # an offset in the buffer whose address
+                    gs = cache.slots[(("grow", lp), None)]       # the frame keeps
+                    base = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    self.cache_insts[base] = None
+                    self.placeholders.append((base, gs))
+                    ld = e.insert(GEP(T.i8, base, [ld]))
                 e.store(ld, self.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
         for lp, blk in self.leave_points:
-            if cache.has_buffer(lp) and lp not in self.hoist:
+            if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
                 e.at_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
                 e.call_fn(self._rt("__enzyme_py_cache_free") if counted else free,
                           [e.load(T.ptr, self.rbuf[lp])])
             for inner, h in self.hoist.items():
-                if h is lp:
+                if h is lp and inner not in self.appended:
                     e.at_before(blk.terminator)
                     ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
                     bs = cache.slots[(("big", inner), h.parent)]
@@ -1532,6 +1625,10 @@ class ReverseGen:
             ph = self.vmap[lp.preheader]
             hdr = self.vmap[lp.header]
             n = None
+            if lp in self.appended:
+                self.abuf[lp], off = self._appended_buffer(lp, rec)
+                self.cache_insts[e.store(off, self._aug_addr(bufslot), 8)] = bufslot.level
+                continue
             if lp in self.hoist:
                 self.abuf[lp] = self._hoisted_buffer(lp, rec)
                 self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
@@ -1575,10 +1672,20 @@ class ReverseGen:
         for ld, slot in self.placeholders:
             e.at_before(ld)
             ld.set_operand(0, self._rev_addr(slot))
+        # -- reverse: appended buffers are freed when the reverse sweep returns
+        for lp in self.appended:
+            e.at_before(self.rret.terminator)
+            ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
+                               align=8))
+            self.cache_insts[ld] = None
+            e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: push the frame when returning
         if fsize and self.exit is not None:
             ret = self.vmap[self.exit].terminator
             e.at_before(ret)
+            for lp, state in self.appended_state.items():  # appended buffers' addresses
+                gs = cache.slots[(("grow", lp), None)]
+                self.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
             reserve = self._rt("__enzyme_py_tape_reserve")
             p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])

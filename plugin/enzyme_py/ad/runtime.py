@@ -6,6 +6,15 @@
 - ``__enzyme_py_cache_reserve(state, i, rec) -> ptr``: the buffer of a while loop's
   per-iteration cache, ``state = {ptr data, i64 capacity}``, grown (realloc) so that
   record ``i`` (of ``rec`` bytes) fits;
+- ``__enzyme_py_cache_bump(state, n, hint) -> i64``: appends ``n`` bytes to a buffer
+  shared by every execution of an inner loop (``cache.py``), ``state = {ptr data, i64
+  capacity, i64 used}``, and returns their byte offset; a buffer too small is replaced
+  by one of at least twice the size, and at least ``*hint`` bytes (the first from
+  ``__enzyme_py_cache_alloc``, the next ones by ``realloc`` of that block).  ``hint``
+  (a global of the call site, updated with an atomic max) remembers the largest size
+  asked for, so that the next gradient takes
+  one block of the final size from the pool at once, instead of growing through
+  fresh blocks whose pages fault in on every call;
 - ``__enzyme_py_cache_alloc(n) -> ptr`` / ``__enzyme_py_cache_free(p)``: the
   buffers of counted loops' caches.  Freed buffers go to a small pool (``POOL_SLOTS``
   slots, taken and returned with atomic exchanges, so threads may share it) that the
@@ -46,6 +55,7 @@ _ALLOCATING = {
     "__enzyme_py_tape_reserve": "growing the tape",
     "__enzyme_py_cache_reserve": "growing the cache",
     "__enzyme_py_cache_alloc": "allocating the cache",
+    "__enzyme_py_cache_bump": "growing the cache",
     "__enzyme_py_shadow_alloc": "allocating a shadow",
     "__enzyme_py_shadow_realloc": "allocating a shadow",
 }
@@ -72,7 +82,7 @@ def runtime_base(name: str) -> str:
 
 
 POOLED = ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free", "__enzyme_py_shadow_alloc",
-          "__enzyme_py_shadow_free", "__enzyme_py_shadow_realloc")
+          "__enzyme_py_shadow_free", "__enzyme_py_shadow_realloc", "__enzyme_py_cache_bump")
 
 
 def unpool(fn) -> None:
@@ -106,6 +116,20 @@ def unpool(fn) -> None:
             r = e.call_fn(e.declare("free", T.void, [T.ptr]), [args[0]])
         elif name == "__enzyme_py_shadow_alloc":
             r = shadow_alloc(args[0])
+        elif name == "__enzyme_py_cache_bump":
+            # the buffer grows by realloc (capacity doubled when the n bytes do not fit)
+            st, n = args[:2]
+            used = e.load(i64, e.gep_bytes(st, 16), 8)
+            need = e.binop("add", used, n)
+            cap = e.load(i64, e.gep_bytes(st, 8), 8)
+            c2 = e.binop("shl", cap, ConstantInt(i64, 1))
+            nc = e.select(e.icmp("ugt", need, cap),
+                          e.select(e.icmp("ult", c2, need), need, c2), cap)
+            p = e.call_fn(e.declare("realloc", T.ptr, [T.ptr, i64]), [e.load(T.ptr, st, 8), nc])
+            e.store(p, st, 8)
+            e.store(nc, e.gep_bytes(st, 8), 8)
+            e.store(need, e.gep_bytes(st, 16), 8)
+            r = used
         elif name == "__enzyme_py_shadow_free":
             p = args[0]
             null = ConstantNull(T.ptr)
@@ -317,6 +341,55 @@ def runtime_function(module, name, ty=None, owner=None):
         return fn
     if what is not None and base == "__enzyme_py_cache_alloc":
         return _cache_pool(module, e, base, name, what)
+    if what is not None and base == "__enzyme_py_cache_bump":
+        fn, new = _new(module, name, i64, [T.ptr, i64, T.ptr], "alwaysinline nounwind")
+        if not new:
+            return fn
+        st, n, hint = fn.args
+        entry, grow, fast = (fn.append_basic_block(x) for x in ("entry", "grow", "fast"))
+        e.at_end(entry)
+        usedp = e.gep_bytes(st, 16)
+        used = e.load(i64, usedp, 8)
+        need = e.binop("add", used, n)
+        capp = e.gep_bytes(st, 8)
+        cap = e.load(i64, capp, 8)
+        e.cbr(e.icmp("ugt", need, cap), grow, fast)
+        e.at_end(grow)
+        c2 = e.binop("shl", cap, ConstantInt(i64, 1))
+        nc = e.select(e.icmp("ult", c2, need), need, c2)
+        nc = e.select(e.icmp("ult", nc, ConstantInt(i64, 4096)), ConstantInt(i64, 4096), nc)
+        from ..ir.instructions import AtomicRMW
+        before = e.insert(AtomicRMW("umax", hint, nc, "monotonic", align=8))
+        nc = e.select(e.icmp("ult", nc, before), before, nc)
+        from ..ir.values import ConstantNull
+        old = e.load(T.ptr, st, 8)
+        first, more, have = (fn.append_basic_block(x) for x in ("first", "more", "have"))
+        e.cbr(e.icmp("eq", old, ConstantNull(T.ptr)), first, more)
+        # the first block may come from the pool (the hint asks for the final size)
+        e.at_end(first)
+        p1 = e.call_fn(runtime_function(module, "__enzyme_py_cache_alloc", owner=owner), [nc])
+        e.br(have)
+        # a larger one: realloc of the block with its header (glibc moves large blocks
+        # with mremap: no copy, no second block alive beside the first)
+        e.at_end(more)
+        nb = e.binop("add", nc, ConstantInt(i64, 16))
+        raw = e.call_fn(e.declare("realloc", T.ptr, [T.ptr, i64]), [e.gep_bytes(old, -16), nb])
+        _check(module, e, fn, raw, nb, what)
+        e.store(nc, raw, 8)
+        p2 = e.gep_bytes(raw, 16)
+        e.br(have)
+        e.at_end(have)
+        p = e.phi(T.ptr)
+        p.add_incoming(p1, first)
+        p.add_incoming(p2, p2.parent)
+        e.store(p, st, 8)
+        # a block from the pool may be larger than asked for: its header says how large
+        e.store(e.load(i64, e.gep_bytes(p, -16), 8), capp, 8)
+        e.br(fast)
+        e.at_end(fast)
+        e.store(need, usedp, 8)
+        e.ret(used)
+        return fn
     if name == "__enzyme_py_cache_free":
         return _cache_pool(module, e, name)
     for kind in ("memmove", "memcpy"):

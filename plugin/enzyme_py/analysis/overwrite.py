@@ -6,17 +6,33 @@ there when the memory it reads
 * is still alive (not a local ``alloca`` of the augmented forward function, not heap
   memory the function may free): arguments of a function whose caller keeps them
   unchanged until the reverse sweep (``stable_args``: the function differentiated
-  at an ``__enzyme_autodiff`` call site), globals, memory reached through pointers
-  loaded from such memory; constant globals always;
+  at an ``__enzyme_autodiff`` call site, all of them; a callee, those its caller's
+  analysis proves, ``callee_stable``), globals and memory reached through pointers
+  loaded from such memory (at an ``__enzyme_autodiff`` call site); constant globals
+  always;
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
   (per their ``memory(...)``/``readonly`` attributes; for the functions in the
-  call-effects table, ``effects.py``, what the table says they write).
+  call-effects table, ``effects.py``, what the table says they write; for defined
+  functions without such attributes, what their bodies write, ``_callee_writes``),
+* or, when every instruction that may overwrite it that way is a plain store outside
+  loops, into the caller's memory (an argument or a global), that executes after every
+  execution of the load and after every block whose reverse may read the load again
+  (``_reread_blocks``): the reverse sweep undoes those stores (``restores``: the
+  augmented forward saves the value each one overwrites, the reverse of the store puts
+  it back, Tapenade-style), so the memory reads again what the load read; the reverse
+  then writes back, in forward order, what each undone store had left, so the caller
+  still sees the primal's results.  This is the case of an out-parameter written at
+  the end (``*err = ...``) that may alias the inputs.  A callee's argument is stable
+  on the same terms: the caller's later writers that may alias it are stores undone
+  before the reverse reaches the call.
 
 Alias reasoning is by underlying object: distinct allocas/mallocs (and local memory
 versus arguments and globals) never alias, distinct globals never alias, an argument
-marked ``noalias`` aliases nothing else, and two constant-offset accesses to the same
+marked ``noalias`` aliases nothing else (nor does a callee's argument that points into
+its caller's local memory where no other argument of the call points,
+``callee_noalias``), and two constant-offset accesses to the same
 object alias only when their byte ranges overlap.  Everything else may alias.
 
 The result is read-only; ``str(result)`` lists each load with its verdict and reason
@@ -27,8 +43,8 @@ from __future__ import annotations
 
 import re
 
-from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi, Select,
-                               Store, VAArg)
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
+                               Select, Store, VAArg)
 from ..ir.values import Argument, ConstantInt
 from .effects import ALLOC_NAMES, call_effect, mpi_writes
 
@@ -162,16 +178,76 @@ def call_writes(call, module=None, pure=None):
     w = _memory_writes(text)
     if w is None:
         return None
+    if fn is not None and not fn.is_declaration:
+        s = _callee_writes(fn, module, pure, set())
+        if s != "all":
+            if s is None or not s:
+                return None
+            return [args[k] for k in sorted(s) if k < len(args)]
     if w == "args":
         return [a for a in args if a.type.is_pointer]
     return "all"
 
 
-def _noalias(a):
-    return isinstance(a, Argument) and re.search(r"\bnoalias\b", a.attrs or "") is not None
+def _callee_writes(fn, module, pure, busy, depth=0):
+    """What a defined function may write, from its body: None (nothing its caller can
+    see: only its own allocas and mallocs), a set of argument indices (whole objects
+    behind those pointer arguments), or 'all' (globals, memory reached through loaded
+    pointers, anything not understood, recursion, or a call chain deeper than 4)."""
+    if fn in busy or depth > 4 or fn.is_declaration:
+        return "all"
+    busy = busy | {fn}
+    dl = module.datalayout
+    out: set = set()
+
+    def objects(p):
+        for o in underlying_objects(p, dl):
+            if o.kind == LOCAL or o.kind == CONST:
+                continue
+            if o.kind == ARG and o.value.parent is fn:
+                out.add(o.value.index)
+                continue
+            return False
+        return True
+
+    for inst in fn.instructions():
+        if isinstance(inst, Store):
+            if inst.volatile or not objects(inst.operand(1)):
+                return "all"
+        elif isinstance(inst, (AtomicRMW, CmpXchg, VAArg)):
+            if not objects(inst.operand(0)):
+                return "all"
+        elif isinstance(inst, Call):
+            callee = inst.called_function
+            if callee is not None and callee in busy:
+                return "all"
+            w = call_writes(inst, module, pure) if (callee is None or callee.is_declaration) \
+                else _callee_writes_at(inst, module, pure, busy, depth)
+            if w == "all":
+                return "all"
+            for p in w or ():
+                if not objects(p):
+                    return "all"
+        elif isinstance(inst, Load) and (inst.volatile or inst.ordering):
+            return "all"
+    return out or None
 
 
-def _may_alias(lo, lsize, wo, wsize):
+def _callee_writes_at(call, module, pure, busy, depth):
+    """The pointer operands of ``call`` (to a defined function) whose objects it may
+    write, None, or 'all'."""
+    s = _callee_writes(call.called_function, module, pure, busy, depth + 1)
+    if s is None or s == "all":
+        return s
+    return [call.args[k] for k in sorted(s) if k < len(call.args)]
+
+
+def _noalias(a, extra=frozenset()):
+    return isinstance(a, Argument) and (a.index in extra or re.search(
+        r"\bnoalias\b", a.attrs or "") is not None)
+
+
+def _may_alias(lo, lsize, wo, wsize, noalias=frozenset()):
     """Load object ``lo`` (size lsize) vs written object ``wo`` (size wsize or None)."""
     if lo.kind == CONST:
         return False  # constant memory is never written
@@ -189,7 +265,7 @@ def _may_alias(lo, lsize, wo, wsize):
         return lo.offset < wo.offset + wsize and wo.offset < lo.offset + lsize
     if lo.kind == GLOBAL and wo.kind == GLOBAL:
         return False
-    return not (_noalias(lo.value) or _noalias(wo.value))
+    return not (_noalias(lo.value, noalias) or _noalias(wo.value, noalias))
 
 
 class Overwrite:
@@ -198,16 +274,26 @@ class Overwrite:
     ``pure(name)``: calls known to write no user memory (libm).
     ``stable_args``: the caller keeps the memory behind the arguments (and globals)
     unchanged and alive from the call until the reverse sweep has run (true at an
-    ``__enzyme_autodiff`` call site, false for callees and split mode)."""
+    ``__enzyme_autodiff`` call site, false in split mode), or the set of argument
+    indices for which it does (a callee: ``callee_stable`` of its caller's analysis).
+    ``noalias_args``: argument indices that alias no other argument or global
+    (``callee_noalias``: the caller passes its own local memory there).
 
-    def __init__(self, fn, cfg, stable_args: bool, pure=None):
+    For each call to a defined function, ``callee_stable[call]`` and
+    ``callee_noalias[call]`` say the same of the callee's arguments at that call (what
+    the callee's own analysis may assume); the stores that must be undone for that are
+    in ``restores`` too."""
+
+    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset()):
         self.fn = fn
         self.stable_args = stable_args
+        self.noalias_args = noalias_args
         module = getattr(fn, "parent", None)
         dl = module.datalayout
         self._dl = dl
         self.verdict: dict = {}
         self.reason: dict = {}
+        self.restores: dict = {}   # store -> None: undone by the reverse (forward order)
         # writers: (inst, block, position, [(obj, size)] or 'all')
         writers = []
         loads = []
@@ -223,10 +309,24 @@ class Overwrite:
                     writers.append((b, k, w))
         self._succs = cfg.succs
         self._reach: dict = {}
+        undo = set()
         for ld, b, k in loads:
-            ok, why = self._decide(ld, b, k, writers, dl)
+            ok, why, stores = self._decide(ld, b, k, writers, dl)
+            undo.update(stores)
             self.verdict[ld] = ok
             self.reason[ld] = why
+        self.callee_stable: dict = {}
+        self.callee_noalias: dict = {}
+        if stable_args:
+            for b in cfg.rpo:
+                for k, inst in enumerate(b.instructions):
+                    if isinstance(inst, Call) and inst.called_function is not None \
+                            and not inst.called_function.is_declaration:
+                        self._callee_facts(inst, b, k, writers, dl, undo)
+        for b in cfg.rpo:
+            for inst in b.instructions:
+                if inst in undo:
+                    self.restores[inst] = None
 
     @staticmethod
     def _writes(inst, module, dl, pure):
@@ -261,28 +361,136 @@ class Overwrite:
         return r
 
     def _decide(self, ld, b, k, writers, dl):
+        """(recomputable, why, the stores the reverse must undo for that)."""
         if ld.volatile or ld.ordering:
-            return False, "volatile or atomic"
+            return False, "volatile or atomic", ()
         objs = underlying_objects(ld.operand(0), dl)
         for o in objs:
             if o.kind == LOCAL:
-                return False, "local memory (gone or changed before the reverse sweep)"
-            if o.kind != CONST and not self.stable_args:
-                return False, "caller's memory may change before the reverse sweep"
+                return False, "local memory (gone or changed before the reverse sweep)", ()
+            if not self._stable(o):
+                return False, "caller's memory may change before the reverse sweep", ()
         size = dl.store_size(ld.type)
         reach = self._reachable(b)
+        later = []
         for wb, wk, w in writers:
             if not ((wb is b and wk > k) or wb in reach):
                 continue
             if w == "all":
                 if any(o.kind != CONST for o in objs):
-                    return False, f"a later call may write memory ({wb.name})"
+                    return False, f"a later call may write memory ({wb.name})", ()
                 continue
-            for lo in objs:
-                for wo, wsize in w:
-                    if _may_alias(lo, size, wo, wsize):
-                        return False, f"may be overwritten later ({wb.name})"
-        return True, "not overwritten"
+            if any(_may_alias(lo, size, wo, wsize, self.noalias_args)
+                   for lo in objs for wo, wsize in w):
+                later.append((wb, wk))
+        if not later:
+            return True, "not overwritten", ()
+        # may every such writer be undone in the reverse (see the module docstring)?
+        why = f"may be overwritten later ({later[0][0].name})"
+        stores = []
+        reread = None
+        for wb, wk in later:
+            st = wb.instructions[wk]
+            if not self._undoable(st, wb, b, dl):
+                return False, why, ()
+            if reread is None:
+                reread = self._reread_blocks(ld)
+            if wb in reread or any(x in reread for x in self._reachable(wb)):
+                return False, why, ()
+            stores.append(st)
+        return True, f"the stores after it are undone in the reverse ({later[0][0].name})", \
+            stores
+
+    def _stable(self, o):
+        """Whether object ``o`` stays unchanged and alive until the reverse sweep (but
+        for this function's own writes)."""
+        if o.kind == CONST:
+            return True
+        if self.stable_args is True:
+            return o.kind != LOCAL
+        return bool(self.stable_args) and o.kind == ARG and o.value.index in self.stable_args
+
+    def _undoable(self, st, wb, b, dl):
+        """Whether the reverse may undo ``st`` (in block ``wb``) for a read in block
+        ``b``: a plain store outside loops, after ``b`` without a way back, into memory
+        the caller keeps alive (not a local of the augmented forward, which is gone by
+        then, nor memory reached through a loaded pointer)."""
+        if not isinstance(st, Store) or st.volatile or st.ordering \
+                or wb in self._reachable(wb) or b in self._reachable(wb):
+            return False
+        return all(o.kind in (ARG, GLOBAL) and self._stable(o)
+                   for o in underlying_objects(st.operand(1), dl))
+
+    def _callee_facts(self, call, b, k, writers, dl, undo):
+        """``callee_stable``/``callee_noalias`` of a call (see the class docstring).  An
+        argument is stable for the callee when its objects are stable here and every
+        later writer that may alias them is a store the reverse undoes before it reaches
+        the call's reverse (where the callee's reverse reads them); it is noalias when
+        it points into local memory here that no other pointer argument reaches."""
+        args = call.args
+        objs = {j: underlying_objects(a, dl) for j, a in enumerate(args) if a.type.is_pointer}
+        stable, noalias = set(), set()
+        reach = self._reachable(b)
+        for j, os_ in objs.items():
+            mine = {id(o.value) for o in os_}
+            if all(o.kind == LOCAL for o in os_) and all(
+                    o.kind != UNKNOWN and id(o.value) not in mine
+                    for i, oth in objs.items() if i != j for o in oth):
+                noalias.add(j)
+                continue
+            if not all(o.kind != LOCAL and self._stable(o) for o in os_):
+                continue
+            stores, ok = [], True
+            for wb, wk, w in writers:
+                if not ((wb is b and wk > k) or wb in reach):
+                    continue
+                # the callee may read any part of the objects
+                if w == "all" or any(_may_alias(_Obj(lo.kind, lo.value, None), 8, wo, None,
+                                                self.noalias_args)
+                                     for lo in os_ for wo, _ in w):
+                    st = wb.instructions[wk]
+                    if w == "all" or not self._undoable(st, wb, b, dl):
+                        ok = False
+                        break
+                    stores.append(st)
+            if ok:
+                stable.add(j)
+                undo.update(stores)
+        if stable:
+            self.callee_stable[call] = frozenset(stable)
+        if noalias:
+            self.callee_noalias[call] = frozenset(noalias)
+
+    def _reread_blocks(self, ld):
+        """The blocks whose reverse may read ``ld``'s memory again: those of the
+        instructions that use its value through pure instructions, loads (as an
+        address) and phis that may be inductions (recomputed from their start), and
+        of the calls, terminators and stores to an address computed from it that end
+        such a chain.  Other phis end it without a block: the reverse caches them."""
+        out, seen, work = {ld.parent}, set(), [ld]
+        while work:
+            v = work.pop()
+            for u in v.uses:
+                user = u.user
+                if user in seen or not user.is_instruction or user.parent is None:
+                    continue
+                if isinstance(user, Store) and u.index == 0:
+                    continue    # the reverse of a store needs its address, not its value
+                if isinstance(user, Phi) and not self._induction_like(user):
+                    continue    # the reverse caches such a phi's value, needs no operand
+                seen.add(user)
+                out.add(user.parent)
+                if isinstance(user, (Call, Store)) or user.is_terminator:
+                    continue
+                work.append(user)
+        return out
+
+    @staticmethod
+    def _induction_like(phi):
+        """Whether ``phi`` may be an induction variable (an incoming value is an add or
+        GEP of the phi itself), which the reverse recomputes from its start value."""
+        return any(isinstance(v, (BinaryOp, GEP)) and v.num_operands > 1
+                   and v.operand(0) is phi for v, _ in phi.incoming)
 
     def can_recompute(self, load) -> bool:
         return self.verdict.get(load, False)
