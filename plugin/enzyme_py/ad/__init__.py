@@ -129,8 +129,7 @@ def _ready(module, registry):
 
 
 def _round(module, options, log) -> None:
-    from .. import llvm
-    from ..ir import parse_module, print_module
+    from ..ir import parse_module
     from .callsite import lower_forward, lower_site, parse_site, refresh
     from .custom import CallHooks
     from .forward import ForwardContext
@@ -178,8 +177,7 @@ def _round(module, options, log) -> None:
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
-        text = llvm.optimize_functions(print_module(module), list(names))
-        _swap_module(module, parse_module(text))
+        _swap_module(module, parse_module(_optimize_reached(module, list(names), log)))
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
         registry = Registry.read(module)
         found = _ready(module, registry)
@@ -244,6 +242,124 @@ def _round(module, options, log) -> None:
     log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "
         f"instructions differentiated in {dt:.3f}s ({n / dt if dt else 0:.0f} inst/s); "
         f"total {time.perf_counter() - t0:.3f}s")
+
+
+def _optimize_reached(module, names, log) -> str:
+    """Pre-AD optimisation of ``names``; returns the module's new text.
+
+    Only the functions whose bodies the pass has parsed (the call sites' holders and
+    what they differentiate) go to LLVM as definitions; every body still unparsed goes
+    as a declaration and is put back, verbatim, into LLVM's output — with its
+    metadata and attribute-group numbers renumbered to the output's (a named metadata
+    list ``!enzyme.keep`` of every node keeps all nodes alive and tells where LLVM
+    moved each).  Whatever the renumbering cannot place exactly falls back to sending
+    the whole module."""
+    from .. import llvm
+    from ..ir import print_module
+    try:
+        return _slim_round_trip(module, names)
+    except _NoSlim as e:
+        log(f"pre-AD optimisation on the whole module ({e})")
+        return llvm.optimize_functions(print_module(module), names)
+
+
+class _NoSlim(Exception):
+    pass
+
+
+_LINKAGE_WORDS = {"private", "internal", "available_externally", "linkonce", "weak", "common",
+                  "appending", "extern_weak", "linkonce_odr", "weak_odr", "external"}
+_REF = re.compile(r"(?<![\w.$\"-])([!#])(\d+)\b")     # !12 (metadata), #3 (attributes)
+
+
+def _slim_round_trip(module, names) -> str:
+    from .. import llvm
+    from ..ir.printer import Printer, global_name
+    from ..ir.types import quote_name
+
+    printer = Printer()
+    full_function = printer.function
+    kept: dict = {}     # name -> its definition's text, for the bodies never parsed
+
+    def function(fn):
+        if fn._lazy_body is None:
+            return full_function(fn)
+        if quote_name(fn.name) != fn.name:
+            raise _NoSlim(f"function name @{global_name(fn.name)}")
+        kept[fn.name] = full_function(fn)
+        ft = fn.function_type
+        prefix = " ".join(w for w in fn.prefix.split() if w not in _LINKAGE_WORDS)
+        params = [f"{a.type} {a.attrs}".strip() for a in fn.args]
+        if ft.varargs:
+            params.append("...")
+        attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", fn.fn_attrs or "")
+        return (f"declare {prefix + ' ' if prefix else ''}{ft.ret} @{fn.name}"
+                f"({', '.join(params)}) {attrs}").rstrip()
+
+    printer.function = function
+    text = printer.module(module)
+    if not kept:
+        raise _NoSlim("every function body parsed")
+    keys = list(module.metadata)
+    if keys:
+        text += "!enzyme.keep = !{" + ", ".join(f"!{k}" for k in keys) + "}\n"
+    out = llvm.optimize_functions(text, names)
+    lines = out.split("\n")
+    md_map: dict = {}
+    attr_of: dict = {}      # attribute-group text -> number in the output
+    keep_at = None
+    for i, ln in enumerate(lines):
+        if ln.startswith("!enzyme.keep = "):
+            refs = re.findall(r"!(\d+)", ln)
+            if len(refs) != len(keys):
+                raise _NoSlim("metadata list changed length")
+            md_map = dict(zip(keys, refs))
+            keep_at = i
+        elif ln.startswith("attributes #"):
+            num, _, rest = ln[len("attributes #"):].partition(" = ")
+            attr_of.setdefault(rest, num)
+    if keys and keep_at is None:
+        raise _NoSlim("metadata list dropped")
+    if keep_at is not None:
+        lines[keep_at] = ""
+    extra = []
+    next_attr = max((int(n) for n in attr_of.values()), default=-1) + 1
+    attr_map: dict = {}
+    for k, v in module.attribute_groups.items():
+        n = attr_of.get(v)
+        if n is None:
+            n = attr_of[v] = str(next_attr)
+            next_attr += 1
+            extra.append(f"attributes #{n} = {v}")
+        attr_map[k] = n
+
+    maps = {"!": md_map, "#": attr_map}
+
+    def remap(definition):
+        try:
+            return _REF.sub(lambda m: m.group(1) + maps[m.group(1)][m.group(2)], definition)
+        except KeyError as e:
+            raise _NoSlim(f"reference to #{e} or !{e} that is not in the module") from None
+
+    decl = re.compile(r"declare [^@]*@([-a-zA-Z$._0-9]+)\(")
+    placed = 0
+    for i, ln in enumerate(lines):
+        if ln.startswith("declare "):
+            m = decl.match(ln)
+            if m and m.group(1) in kept:
+                lines[i] = remap(kept[m.group(1)])
+                placed += 1
+    if placed != len(kept):
+        raise _NoSlim(f"{len(kept) - placed} declaration(s) not found in LLVM's output")
+    # LLVM prints only the named types and comdats something in its module uses: the
+    # bodies put back may use others
+    defined = {ln.partition(" = ")[0] for ln in lines if ln[:1] in ("%", "$")}
+    types = [f"{t} = type {t.definition()}" for t in module.types.values()
+             if str(t) not in defined]
+    types += [c for c in module.comdats if c.partition(" = ")[0] not in defined]
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("target triple")), 0)
+    lines[at + 1:at + 1] = types
+    return "\n".join(lines + extra) + "\n"
 
 
 def _define_markers(module):
