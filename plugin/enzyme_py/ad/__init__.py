@@ -9,6 +9,11 @@ outer transformation differentiates those like any other code (their pooled buff
 rewritten as plain malloc/free, see :func:`runtime.unpool`).  A nesting without end
 (a function that differentiates itself) is a compile error.
 
+Compile time follows the differentiated code: function bodies are parsed when the
+pass reaches them (a call site's holder, what it differentiates, transitively), and
+the LLVM round trips of promotion and pre-AD optimisation see only those bodies —
+the others go as declarations and come back verbatim (:func:`round_trip`).
+
 Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
 
 ``preopt=0``    differentiate the unoptimised functions (pre-AD optimisation off,
@@ -255,12 +260,21 @@ def _optimize_reached(module, names, log) -> str:
     moved each).  Whatever the renumbering cannot place exactly falls back to sending
     the whole module."""
     from .. import llvm
+    return round_trip(module, lambda text: llvm.optimize_functions(text, names),
+                      log, "pre-AD optimisation")
+
+
+def round_trip(module, run, log, what: str) -> str:
+    """``run`` (an LLVM pass over textual IR, returning text) on the function bodies the
+    pass has parsed, the others sent as declarations and put back (see
+    :func:`_optimize_reached`); the module's new text."""
     from ..ir import print_module
+    from ..llvm import LLVMError
     try:
-        return _slim_round_trip(module, names)
-    except _NoSlim as e:
-        log(f"pre-AD optimisation on the whole module ({e})")
-        return llvm.optimize_functions(print_module(module), names)
+        return _slim_round_trip(module, run)
+    except (_NoSlim, LLVMError) as e:     # e.g. a blockaddress of a body left out
+        log(f"{what} on the whole module ({str(e).splitlines()[0]})")
+        return run(print_module(module))
 
 
 class _NoSlim(Exception):
@@ -272,8 +286,7 @@ _LINKAGE_WORDS = {"private", "internal", "available_externally", "linkonce", "we
 _REF = re.compile(r"(?<![\w.$\"-])([!#])(\d+)\b")     # !12 (metadata), #3 (attributes)
 
 
-def _slim_round_trip(module, names) -> str:
-    from .. import llvm
+def _slim_round_trip(module, run) -> str:
     from ..ir.printer import Printer, global_name
     from ..ir.types import quote_name
 
@@ -299,12 +312,11 @@ def _slim_round_trip(module, names) -> str:
     printer.function = function
     text = printer.module(module)
     if not kept:
-        raise _NoSlim("every function body parsed")
+        return run(text)    # every body parsed: this is the whole module
     keys = list(module.metadata)
     if keys:
         text += "!enzyme.keep = !{" + ", ".join(f"!{k}" for k in keys) + "}\n"
-    out = llvm.optimize_functions(text, names)
-    lines = out.split("\n")
+    lines = run(text).split("\n")
     md_map: dict = {}
     attr_of: dict = {}      # attribute-group text -> number in the output
     keep_at = None
