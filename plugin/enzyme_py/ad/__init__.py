@@ -133,9 +133,23 @@ def _ready(module, registry):
     return ready
 
 
+def _site_keys(found) -> dict:
+    """Call -> (its function's name, its rank among that function's call sites): the
+    same key for the same site in a module printed and parsed again."""
+    by_fn: dict = {}
+    for c, _ in found:
+        by_fn.setdefault(c.function, []).append(c)
+    keys = {}
+    for fn, calls in by_fn.items():
+        pos = {id(i): n for n, i in enumerate(fn.instructions())}
+        for rank, c in enumerate(sorted(calls, key=lambda c: pos[id(c)])):
+            keys[c] = (fn.name, rank)
+    return keys
+
+
 def _round(module, options, log) -> None:
     from ..ir import parse_module
-    from .callsite import lower_forward, lower_site, parse_site, refresh
+    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
     from .custom import CallHooks
     from .forward import ForwardContext
     from .registry import Registry
@@ -182,10 +196,16 @@ def _round(module, options, log) -> None:
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
+        ready = {_site_keys(find_sites(module))[c] for c, _ in found}
         _swap_module(module, parse_module(_optimize_reached(module, list(names), log)))
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
         registry = Registry.read(module)
-        found = _ready(module, registry)
+        # the same call sites in the new module, found without walking (and so parsing
+        # again) the original functions to differentiate
+        keys = _site_keys(find_sites(module))
+        found = [(c, mode) for c, mode in find_sites(module) if keys[c] in ready]
+        if len(found) != len(ready):
+            found = _ready(module, registry)
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
