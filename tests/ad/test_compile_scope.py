@@ -94,3 +94,69 @@ def test_nested_rounds_parse_only_what_they_reach(tmp_path):
     # d/dy of d/dy f = x1^2 exp(x1 y) (forward mode over the reverse-mode gradient)
     assert math.isclose(v["second"][0], 0.25 ** 2 * math.exp(0.5), rel_tol=1e-10)
     assert defined > UNRELATED
+
+
+CXX_PROGRAM = r"""
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_out;
+
+static int calls = 0;                       // an internal global both parts use
+extern "C" int tally_impl(int k) { calls += k; return calls; }
+extern "C" int tally(int k) __attribute__((alias("tally_impl")));
+
+struct Registry {                           // code unrelated to the derivative
+    std::map<std::string, int> names;
+    int add(const std::string &s) {
+        if (s.empty()) throw std::invalid_argument("empty name");
+        return names.emplace(s, (int)names.size()).first->second;
+    }
+};
+
+__attribute__((noinline)) static double energy(const double *x, double k) {
+    ++calls;
+    return k * x[0] * x[0] + x[1] * x[0];
+}
+
+int main(int argc, char **argv) {
+    Registry r;
+    int a = r.add("alpha"), b = r.add("beta"), c = r.add("alpha");
+    int caught = 0;
+    try { r.add(""); } catch (const std::invalid_argument &) { caught = 1; }
+    double x[2] = {1.25, -0.5}, dx[2] = {0, 0};
+    double dk = __enzyme_autodiff((void *)energy, enzyme_dup, x, dx, enzyme_out, 3.0);
+    int t = tally(argc);
+    std::printf("reg %d %d %d %d\n", a, b, c, caught);
+    std::printf("grad %.17g %.17g %.17g\n", dx[0], dx[1], dk);
+    std::printf("calls %d %d\n", t, calls);
+    return 0;
+}
+"""
+
+
+def test_left_out_bodies_come_back(tmp_path):
+    """The bodies left out of the LLVM round trips (C++ containers and exceptions, an
+    alias, a function sharing an internal global with the differentiated one, debug
+    info) come back as they were: no fall-back to the whole module, same results."""
+    src = tmp_path / "prog.cpp"
+    src.write_text(CXX_PROGRAM)
+    for flags in (["-O0", "-g"], ["-O2", "-g"], ["-O2"]):
+        exe = tmp_path / "prog"
+        r = enzyme_cc([*flags, "-v", str(src), "-o", str(exe)], tmp_path, cxx=True)
+        assert r.returncode == 0, r.stderr
+        assert "on the whole module" not in r.stderr, r.stderr
+        m = re.search(r"function bodies parsed: (\d+) \(the linked module defines (\d+)",
+                      r.stderr)
+        assert m and int(m.group(1)) < int(m.group(2)), r.stderr
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        v = parse_values(out.stdout)
+        assert v["reg"] == [0, 1, 0, 1]
+        x0, x1, k = 1.25, -0.5, 3.0
+        assert v["grad"] == [2 * k * x0 + x1, x0, x0 * x0]
+        # the primal ran once (the gradient runs energy's forward sweep: ++calls once)
+        assert v["calls"] == [2, 2], (flags, v["calls"])

@@ -329,7 +329,26 @@ def _slim_round_trip(module, run) -> str:
         return (f"declare {prefix + ' ' if prefix else ''}{ft.ret} @{fn.name}"
                 f"({', '.join(params)}) {attrs}").rstrip()
 
+    full_alias = printer.alias
+
+    def alias(a):
+        """An alias of a body left out would point to a declaration, which LLVM rejects:
+        it goes as a declaration too and comes back as it was."""
+        t = a.target
+        while getattr(t, "opcode", None) in ("bitcast", "addrspacecast"):
+            t = t.operand(0)
+        if type(a).keyword != "alias" or not getattr(t, "is_function", False) \
+                or t._lazy_body is None or not a.value_type.is_function:
+            return full_alias(a)
+        if quote_name(a.name) != a.name:
+            raise _NoSlim(f"alias name @{global_name(a.name)}")
+        kept[a.name] = full_alias(a)
+        ft = a.value_type
+        params = [str(p) for p in ft.params] + (["..."] if ft.varargs else [])
+        return f"declare {ft.ret} @{a.name}({', '.join(params)})"
+
     printer.function = function
+    printer.alias = alias
     text = printer.module(module)
     if not kept:
         return run(text)    # every body parsed: this is the whole module
