@@ -4,7 +4,9 @@
         ─ EnzymePy IR parse ─► AD pass ─► print ─ llvmlite parse + verify
         ─► -O pipeline ─► native object
 
-Each stage is timed (``-v`` prints the times) and, with ``-save-temps``, the
+Function bodies are parsed lazily: the AD pass parses those its call sites reach
+(``-v`` counts them); the rest is printed back verbatim.  Each stage is timed
+(``-v`` prints the times) and, with ``-save-temps``, the
 merged and the transformed IR are written next to the output.
 """
 
