@@ -27,7 +27,7 @@ import time
 
 from ..ir.instructions import Call
 
-__all__ = ["transform_module", "OPTIONS"]
+__all__ = ["transform_module", "check_options", "OPTIONS"]
 
 OPTIONS = {
     "preopt": ("1", "0 = differentiate unoptimised IR (no pre-AD optimisation)"),
@@ -64,16 +64,21 @@ def _swap_module(module, new):
         g.parent = module
 
 
-def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
-    from .callsite import find_sites
-    from .promote import promote_call_sites
-    from .registry import Registry
-
+def check_options(options: dict[str, str]) -> None:
+    """A usage error for an unknown ``-fenzyme-NAME``."""
     unknown = set(options) - set(OPTIONS)
     if unknown:
         from ..errors import UsageError
         raise UsageError(f"unknown option -fenzyme-{sorted(unknown)[0]}",
                          hint="known: " + ", ".join(f"-fenzyme-{k}" for k in OPTIONS))
+
+
+def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
+    from .callsite import find_sites
+    from .promote import promote_call_sites
+    from .registry import Registry
+
+    check_options(options)
     from .libc import strip_type_hints
     found = find_sites(module)
     if not found:

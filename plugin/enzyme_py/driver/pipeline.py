@@ -74,6 +74,12 @@ def transform_text(text: str, cfg: PipelineConfig) -> str:
     return out
 
 
+def _mentions_enzyme(mod) -> bool:
+    """Whether any function or global of ``mod`` is an ``__enzyme_*`` entry point, type
+    hint or registration (possibly as part of a C++ mangled name)."""
+    return any("__enzyme_" in g.name for g in list(mod.functions) + list(mod.global_variables))
+
+
 def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> bytes:
     """Link the bitcode modules, run our pipeline on the result and return a
     native object."""
@@ -83,18 +89,31 @@ def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> byte
     merged = llvm.link(modules)
     _log(cfg, f"llvmlite link of {len(bitcodes)} module(s): "
               + ", ".join(what for what, _ in bitcodes))
-    text = llvm.to_text(merged)
-    _save(cfg, "merged.ll", text)
-    t1 = time.perf_counter()
-    out = transform_text(text, cfg)
-    _save(cfg, "enzyme.ll", out)
-    t2 = time.perf_counter()
-    try:
-        mod = llvm.parse_assembly(out, "the transformed module")
-    except llvm.LLVMError as e:
-        raise InternalError(str(e), hint="rerun with -save-temps and attach the "
-                                         "<output>.merged.ll and <output>.enzyme.ll it "
-                                         "writes to the report") from None
+    if _mentions_enzyme(merged):
+        text = llvm.to_text(merged)
+        _save(cfg, "merged.ll", text)
+        t1 = time.perf_counter()
+        out = transform_text(text, cfg)
+        _save(cfg, "enzyme.ll", out)
+        t2 = time.perf_counter()
+        try:
+            mod = llvm.parse_assembly(out, "the transformed module")
+        except llvm.LLVMError as e:
+            raise InternalError(str(e), hint="rerun with -save-temps and attach the "
+                                             "<output>.merged.ll and <output>.enzyme.ll it "
+                                             "writes to the report") from None
+    else:
+        # nothing to differentiate: the linked module goes on as it is, without the
+        # round trip through text
+        from ..ad import check_options
+        check_options(cfg.enzyme)
+        if cfg.save_prefix:
+            text = llvm.to_text(merged)
+            _save(cfg, "merged.ll", text)
+            _save(cfg, "enzyme.ll", text)
+        t1 = t2 = time.perf_counter()
+        _log(cfg, "no __enzyme_* function or global: the AD pass has nothing to do")
+        mod = merged
     opts = llvm.PipelineOptions(level=cfg.level)
     llvm.optimize(mod, opts)
     mod = structors.lower_module(mod)
