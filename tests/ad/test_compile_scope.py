@@ -106,7 +106,12 @@ extern double __enzyme_autodiff(void *, ...);
 extern int enzyme_dup, enzyme_out;
 
 static int calls = 0;                       // an internal global both parts use
-extern "C" int tally_impl(int k) { calls += k; return calls; }
+extern "C" int tally_impl(int k) {
+    // an assembler comment that looks like attribute and metadata numbers
+    __asm__ volatile("nop # #1 #2 !1 !2 #977 !9999" ::: "memory");
+    calls += k;
+    return calls;
+}
 extern "C" int tally(int k) __attribute__((alias("tally_impl")));
 
 struct Registry {                           // code unrelated to the derivative
@@ -146,9 +151,12 @@ def test_left_out_bodies_come_back(tmp_path):
     src.write_text(CXX_PROGRAM)
     for flags in (["-O0", "-g"], ["-O2", "-g"], ["-O2"]):
         exe = tmp_path / "prog"
-        r = enzyme_cc([*flags, "-v", str(src), "-o", str(exe)], tmp_path, cxx=True)
+        r = enzyme_cc([*flags, "-v", "-save-temps", str(src), "-o", str(exe)], tmp_path,
+                      cxx=True)
         assert r.returncode == 0, r.stderr
         assert "on the whole module" not in r.stderr, r.stderr
+        ll = (tmp_path / "prog.enzyme.ll").read_text()
+        assert "nop # #1 #2 !1 !2 #977 !9999" in ll
         m = re.search(r"function bodies parsed: (\d+) \(the linked module defines (\d+)",
                       r.stderr)
         assert m and int(m.group(1)) < int(m.group(2)), r.stderr

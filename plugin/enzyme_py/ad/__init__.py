@@ -308,7 +308,8 @@ class _NoSlim(Exception):
 
 _LINKAGE_WORDS = {"private", "internal", "available_externally", "linkonce", "weak", "common",
                   "appending", "extern_weak", "linkonce_odr", "weak_odr", "external"}
-_REF = re.compile(r"(?<![\w.$\"-])([!#])(\d+)\b")     # !12 (metadata), #3 (attributes)
+# !12 (metadata), #3 (attributes) — not inside a string (inline asm: ARM's "#1")
+_REF = re.compile(r'"[^"]*"|(?<![\w.$-])([!#])(\d+)\b')
 
 
 def _slim_round_trip(module, run) -> str:
@@ -393,7 +394,8 @@ def _slim_round_trip(module, run) -> str:
 
     def remap(definition):
         try:
-            return _REF.sub(lambda m: m.group(1) + maps[m.group(1)][m.group(2)], definition)
+            return _REF.sub(lambda m: m.group(0) if m.group(1) is None
+                            else m.group(1) + maps[m.group(1)][m.group(2)], definition)
         except KeyError as e:
             raise _NoSlim(f"reference to #{e} or !{e} that is not in the module") from None
 
