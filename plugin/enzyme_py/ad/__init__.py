@@ -9,6 +9,11 @@ outer transformation differentiates those like any other code (their pooled buff
 rewritten as plain malloc/free, see :func:`runtime.unpool`).  A nesting without end
 (a function that differentiates itself) is a compile error.
 
+Compile time follows the differentiated code: function bodies are parsed when the
+pass reaches them (a call site's holder, what it differentiates, transitively), and
+the LLVM round trips of promotion and pre-AD optimisation see only those bodies —
+the others go as declarations and come back verbatim (:func:`round_trip`).
+
 Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
 
 ``preopt=0``    differentiate the unoptimised functions (pre-AD optimisation off,
@@ -22,7 +27,7 @@ import time
 
 from ..ir.instructions import Call
 
-__all__ = ["transform_module", "OPTIONS"]
+__all__ = ["transform_module", "check_options", "OPTIONS"]
 
 OPTIONS = {
     "preopt": ("1", "0 = differentiate unoptimised IR (no pre-AD optimisation)"),
@@ -68,16 +73,21 @@ def _swap_module(module, new):
         g.parent = module
 
 
-def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
-    from .callsite import find_sites
-    from .promote import promote_call_sites
-    from .registry import Registry
-
+def check_options(options: dict[str, str]) -> None:
+    """A usage error for an unknown ``-fenzyme-NAME``."""
     unknown = set(options) - set(OPTIONS)
     if unknown:
         from ..errors import UsageError
         raise UsageError(f"unknown option -fenzyme-{sorted(unknown)[0]}",
                          hint="known: " + ", ".join(f"-fenzyme-{k}" for k in OPTIONS))
+
+
+def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
+    from .callsite import find_sites
+    from .promote import promote_call_sites
+    from .registry import Registry
+
+    check_options(options)
     from .libc import strip_type_hints
     found = find_sites(module)
     if not found:
@@ -137,10 +147,23 @@ def _ready(module, registry):
     return ready
 
 
+def _site_keys(found) -> dict:
+    """Call -> (its function's name, its rank among that function's call sites): the
+    same key for the same site in a module printed and parsed again."""
+    by_fn: dict = {}
+    for c, _ in found:
+        by_fn.setdefault(c.function, []).append(c)
+    keys = {}
+    for fn, calls in by_fn.items():
+        pos = {id(i): n for n, i in enumerate(fn.instructions())}
+        for rank, c in enumerate(sorted(calls, key=lambda c: pos[id(c)])):
+            keys[c] = (fn.name, rank)
+    return keys
+
+
 def _round(module, options, log) -> None:
-    from .. import llvm
-    from ..ir import parse_module, print_module
-    from .callsite import lower_forward, lower_site, parse_site, refresh
+    from ..ir import parse_module
+    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
     from .custom import CallHooks
     from .forward import ForwardContext
     from .registry import Registry
@@ -191,11 +214,16 @@ def _round(module, options, log) -> None:
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
-        text = llvm.optimize_functions(print_module(module), list(names))
-        _swap_module(module, parse_module(text))
+        ready = {_site_keys(find_sites(module))[c] for c, _ in found}
+        _swap_module(module, parse_module(_optimize_reached(module, list(names), log)))
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
         registry = Registry.read(module)
-        found = _ready(module, registry)
+        # the same call sites in the new module, found without walking (and so parsing
+        # again) the original functions to differentiate
+        keys = _site_keys(find_sites(module))
+        found = [(c, mode) for c, mode in find_sites(module) if keys[c] in ready]
+        if len(found) != len(ready):
+            found = _ready(module, registry)
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
@@ -318,6 +346,152 @@ def _zero_shadow_globals(module, shadows, call) -> None:
     dl = module.datalayout
     for s in shadows.values():
         memset0(e, s, ConstantInt(T.i64, dl.size_in_bytes(s.value_type)))
+
+
+def _optimize_reached(module, names, log) -> str:
+    """Pre-AD optimisation of ``names``; returns the module's new text.
+
+    Only the functions whose bodies the pass has parsed (the call sites' holders and
+    what they differentiate) go to LLVM as definitions; every body still unparsed goes
+    as a declaration and is put back, verbatim, into LLVM's output — with its
+    metadata and attribute-group numbers renumbered to the output's (a named metadata
+    list ``!enzyme.keep`` of every node keeps all nodes alive and tells where LLVM
+    moved each).  Whatever the renumbering cannot place exactly falls back to sending
+    the whole module."""
+    from .. import llvm
+    return round_trip(module, lambda text: llvm.optimize_functions(text, names),
+                      log, "pre-AD optimisation")
+
+
+def round_trip(module, run, log, what: str) -> str:
+    """``run`` (an LLVM pass over textual IR, returning text) on the function bodies the
+    pass has parsed, the others sent as declarations and put back (see
+    :func:`_optimize_reached`); the module's new text."""
+    from ..ir import print_module
+    from ..llvm import LLVMError
+    try:
+        return _slim_round_trip(module, run)
+    except (_NoSlim, LLVMError) as e:     # e.g. a blockaddress of a body left out
+        log(f"{what} on the whole module ({str(e).splitlines()[0]})")
+        return run(print_module(module))
+
+
+class _NoSlim(Exception):
+    pass
+
+
+_LINKAGE_WORDS = {"private", "internal", "available_externally", "linkonce", "weak", "common",
+                  "appending", "extern_weak", "linkonce_odr", "weak_odr", "external"}
+# !12 (metadata), #3 (attributes) — not inside a string (inline asm: ARM's "#1")
+_REF = re.compile(r'"[^"]*"|(?<![\w.$-])([!#])(\d+)\b')
+
+
+def _slim_round_trip(module, run) -> str:
+    from ..ir.printer import Printer, global_name
+    from ..ir.types import quote_name
+
+    printer = Printer()
+    full_function = printer.function
+    kept: dict = {}     # name -> its definition's text, for the bodies never parsed
+
+    def function(fn):
+        if fn._lazy_body is None:
+            return full_function(fn)
+        if quote_name(fn.name) != fn.name:
+            raise _NoSlim(f"function name @{global_name(fn.name)}")
+        kept[fn.name] = full_function(fn)
+        ft = fn.function_type
+        prefix = " ".join(w for w in fn.prefix.split() if w not in _LINKAGE_WORDS)
+        params = [f"{a.type} {a.attrs}".strip() for a in fn.args]
+        if ft.varargs:
+            params.append("...")
+        attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", fn.fn_attrs or "")
+        return (f"declare {prefix + ' ' if prefix else ''}{ft.ret} @{fn.name}"
+                f"({', '.join(params)}) {attrs}").rstrip()
+
+    full_alias = printer.alias
+
+    def alias(a):
+        """An alias of a body left out would point to a declaration, which LLVM rejects:
+        it goes as a declaration too and comes back as it was."""
+        t = a.target
+        while getattr(t, "opcode", None) in ("bitcast", "addrspacecast"):
+            t = t.operand(0)
+        if type(a).keyword != "alias" or not getattr(t, "is_function", False) \
+                or t._lazy_body is None or not a.value_type.is_function:
+            return full_alias(a)
+        if quote_name(a.name) != a.name:
+            raise _NoSlim(f"alias name @{global_name(a.name)}")
+        kept[a.name] = full_alias(a)
+        ft = a.value_type
+        params = [str(p) for p in ft.params] + (["..."] if ft.varargs else [])
+        return f"declare {ft.ret} @{a.name}({', '.join(params)})"
+
+    printer.function = function
+    printer.alias = alias
+    text = printer.module(module)
+    if not kept:
+        return run(text)    # every body parsed: this is the whole module
+    keys = list(module.metadata)
+    if keys:
+        text += "!enzyme.keep = !{" + ", ".join(f"!{k}" for k in keys) + "}\n"
+    lines = run(text).split("\n")
+    md_map: dict = {}
+    attr_of: dict = {}      # attribute-group text -> number in the output
+    keep_at = None
+    for i, ln in enumerate(lines):
+        if ln.startswith("!enzyme.keep = "):
+            refs = re.findall(r"!(\d+)", ln)
+            if len(refs) != len(keys):
+                raise _NoSlim("metadata list changed length")
+            md_map = dict(zip(keys, refs))
+            keep_at = i
+        elif ln.startswith("attributes #"):
+            num, _, rest = ln[len("attributes #"):].partition(" = ")
+            attr_of.setdefault(rest, num)
+    if keys and keep_at is None:
+        raise _NoSlim("metadata list dropped")
+    if keep_at is not None:
+        lines[keep_at] = ""
+    extra = []
+    next_attr = max((int(n) for n in attr_of.values()), default=-1) + 1
+    attr_map: dict = {}
+    for k, v in module.attribute_groups.items():
+        n = attr_of.get(v)
+        if n is None:
+            n = attr_of[v] = str(next_attr)
+            next_attr += 1
+            extra.append(f"attributes #{n} = {v}")
+        attr_map[k] = n
+
+    maps = {"!": md_map, "#": attr_map}
+
+    def remap(definition):
+        try:
+            return _REF.sub(lambda m: m.group(0) if m.group(1) is None
+                            else m.group(1) + maps[m.group(1)][m.group(2)], definition)
+        except KeyError as e:
+            raise _NoSlim(f"reference to #{e} or !{e} that is not in the module") from None
+
+    decl = re.compile(r"declare [^@]*@([-a-zA-Z$._0-9]+)\(")
+    placed = 0
+    for i, ln in enumerate(lines):
+        if ln.startswith("declare "):
+            m = decl.match(ln)
+            if m and m.group(1) in kept:
+                lines[i] = remap(kept[m.group(1)])
+                placed += 1
+    if placed != len(kept):
+        raise _NoSlim(f"{len(kept) - placed} declaration(s) not found in LLVM's output")
+    # LLVM prints only the named types and comdats something in its module uses: the
+    # bodies put back may use others
+    defined = {ln.partition(" = ")[0] for ln in lines if ln[:1] in ("%", "$")}
+    types = [f"{t} = type {t.definition()}" for t in module.types.values()
+             if str(t) not in defined]
+    types += [c for c in module.comdats if c.partition(" = ")[0] not in defined]
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("target triple")), 0)
+    lines[at + 1:at + 1] = types
+    return "\n".join(lines + extra) + "\n"
 
 
 def _define_markers(module):

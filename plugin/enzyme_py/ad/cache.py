@@ -113,7 +113,9 @@ class CacheLayout:
         appended = {s.key[1] for s in self.slots.values() if s.key[0] == "grow"}
         out = []
         for level, slots in self.by_level.items():
-            fields = ", ".join(f"{_kname(s.key, label)}@{s.offset}" for s in slots)
+            fields = ", ".join(f"{_kname(s.key, label)}@{s.offset}" for s in slots[:_SHOWN])
+            if len(slots) > _SHOWN:    # generated straight-line code caches thousands
+                fields += f", ... ({len(slots) - _SHOWN} more, {len(slots)} values in all)"
             size = self.size.get(level, "?")
             if level is None:
                 out.append(f"frame on the tape ({size} bytes): {fields}")
@@ -136,6 +138,9 @@ class CacheLayout:
             out.append(f"loop {label(level)} ({where}): {kind} ({size} bytes per "
                        f"iteration): {fields}")
         return "\n    ".join(out)
+
+
+_SHOWN = 12   # cached values named per level in the -v log
 
 
 def is_counted(loop) -> bool:

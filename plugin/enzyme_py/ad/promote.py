@@ -73,8 +73,8 @@ def promote_call_sites(module, found, log=lambda s: None) -> bool:
     """Promote the functions holding unresolved call sites of ``found`` (pairs of call
     and mode, from ``find_sites``); returns whether the module was rewritten."""
     from .. import llvm
-    from ..ir import parse_module, print_module
-    from . import _swap_module
+    from ..ir import parse_module
+    from . import _swap_module, round_trip
 
     work = [c.function for c, _ in found if _unresolved(c)]
     fns: list = []
@@ -90,7 +90,23 @@ def promote_call_sites(module, found, log=lambda s: None) -> bool:
     cache: dict = {}
     for f in fns:
         _strip_optnone(module, f, cache)
-    text = llvm.promote_functions(print_module(module), [f.name for f in fns])
+    # the always-inliner needs the bodies of the always_inline functions they call
+    work = list(fns)
+    seen: set = set()
+    while work:
+        f = work.pop()
+        if f in seen or f.is_declaration:
+            continue
+        seen.add(f)
+        for inst in f.instructions():
+            if isinstance(inst, (Call, Invoke)):
+                c = inst.called_function
+                if c is not None and not c.is_declaration and re.search(
+                        r"(?<![\"\w])alwaysinline(?![\"\w])", _attrs(module, c)):
+                    work.append(c)
+    names = [f.name for f in fns]
+    text = round_trip(module, lambda t: llvm.promote_functions(t, names), log,
+                      "call-site promotion")
     _swap_module(module, parse_module(text))
     log(f"promoted the locals of {len(fns)} function(s) holding __enzyme_* calls: "
         + ", ".join(f.name for f in fns))

@@ -4,7 +4,9 @@
         ─ EnzymePy IR parse ─► AD pass ─► print ─ llvmlite parse + verify
         ─► -O pipeline ─► native object
 
-Each stage is timed (``-v`` prints the times) and, with ``-save-temps``, the
+Function bodies are parsed lazily: the AD pass parses those its call sites reach
+(``-v`` counts them); the rest is printed back verbatim.  Each stage is timed
+(``-v`` prints the times) and, with ``-save-temps``, the
 merged and the transformed IR are written next to the output.
 """
 
@@ -54,16 +56,28 @@ def transform_text(text: str, cfg: PipelineConfig) -> str:
     run the AD pass, print it back."""
     from ..ad import transform_module
     from ..ir import parse_module, print_module
+    from ..ir import parser
 
     t0 = time.perf_counter()
+    parsed = parser.BODIES_PARSED
     module = parse_module(text)
+    defined = sum(1 for f in module.functions if not f.is_declaration)
     t1 = time.perf_counter()
     transform_module(module, cfg.enzyme, log=lambda s: _log(cfg, s))
     t2 = time.perf_counter()
     out = print_module(module)
     t3 = time.perf_counter()
     _log(cfg, f"IR parse {t1 - t0:.3f}s, AD pass {t2 - t1:.3f}s, print {t3 - t2:.3f}s")
+    # only the functions the call sites reach are parsed; the rest is printed verbatim
+    _log(cfg, f"function bodies parsed: {parser.BODIES_PARSED - parsed} "
+              f"(the linked module defines {defined} functions)")
     return out
+
+
+def _mentions_enzyme(mod) -> bool:
+    """Whether any function or global of ``mod`` is an ``__enzyme_*`` entry point, type
+    hint or registration (possibly as part of a C++ mangled name)."""
+    return any("__enzyme_" in g.name for g in list(mod.functions) + list(mod.global_variables))
 
 
 def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> bytes:
@@ -75,18 +89,31 @@ def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> byte
     merged = llvm.link(modules)
     _log(cfg, f"llvmlite link of {len(bitcodes)} module(s): "
               + ", ".join(what for what, _ in bitcodes))
-    text = llvm.to_text(merged)
-    _save(cfg, "merged.ll", text)
-    t1 = time.perf_counter()
-    out = transform_text(text, cfg)
-    _save(cfg, "enzyme.ll", out)
-    t2 = time.perf_counter()
-    try:
-        mod = llvm.parse_assembly(out, "the transformed module")
-    except llvm.LLVMError as e:
-        raise InternalError(str(e), hint="rerun with -save-temps and attach the "
-                                         "<output>.merged.ll and <output>.enzyme.ll it "
-                                         "writes to the report") from None
+    if _mentions_enzyme(merged):
+        text = llvm.to_text(merged)
+        _save(cfg, "merged.ll", text)
+        t1 = time.perf_counter()
+        out = transform_text(text, cfg)
+        _save(cfg, "enzyme.ll", out)
+        t2 = time.perf_counter()
+        try:
+            mod = llvm.parse_assembly(out, "the transformed module")
+        except llvm.LLVMError as e:
+            raise InternalError(str(e), hint="rerun with -save-temps and attach the "
+                                             "<output>.merged.ll and <output>.enzyme.ll it "
+                                             "writes to the report") from None
+    else:
+        # nothing to differentiate: the linked module goes on as it is, without the
+        # round trip through text
+        from ..ad import check_options
+        check_options(cfg.enzyme)
+        if cfg.save_prefix:
+            text = llvm.to_text(merged)
+            _save(cfg, "merged.ll", text)
+            _save(cfg, "enzyme.ll", text)
+        t1 = t2 = time.perf_counter()
+        _log(cfg, "no __enzyme_* function or global: the AD pass has nothing to do")
+        mod = merged
     opts = llvm.PipelineOptions(level=cfg.level)
     llvm.optimize(mod, opts)
     mod = structors.lower_module(mod)

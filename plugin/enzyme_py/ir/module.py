@@ -2,8 +2,9 @@
 
 Function bodies parsed from text are materialized lazily: ``fn.blocks`` parses
 the body on first access; a body never touched is printed back verbatim.
-Accessing the use list of a global forces every lazy body to be parsed, so
-RAUW/rename of a global always sees all its uses.
+Accessing the use list of a global parses every lazy body whose text names it
+(and no other), so RAUW/rename of a global always sees all its uses while the
+bodies of unrelated functions stay unparsed.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class GlobalValue(Constant):
     @property
     def uses(self):
         if self.parent is not None:
-            self.parent.materialize_all()
+            self.parent.materialize_users(self.name)
         return list(self._uses)
 
     @property
@@ -478,7 +479,7 @@ class Module:
     def _rename(self, g, new_name):
         if new_name in self.symbols:
             raise IRError(f"symbol @{new_name} already exists")
-        self.materialize_all()
+        self.materialize_users(g.name)
         del self.symbols[g.name]
         g.name = new_name
         self.symbols[new_name] = g
@@ -527,6 +528,20 @@ class Module:
     def materialize_all(self) -> None:
         for f in self.functions:
             if f._lazy_body is not None:
+                f.materialize()
+
+    def materialize_users(self, name: str) -> None:
+        """Parse the lazy bodies that may refer to the global ``@name``: those whose
+        text holds the name (a superset of the users; bodies never parsed hold no
+        uses, so the use list of ``@name`` is then complete)."""
+        from .types import quote_name
+        if quote_name(name) != name:    # spelled with quotes and escapes: be safe
+            self.materialize_all()
+            return
+        needle = "@" + name
+        for f in self.functions:
+            lazy = f._lazy_body
+            if lazy is not None and lazy[0].find(needle, lazy[1], lazy[2]) >= 0:
                 f.materialize()
 
     # -- debug info ------------------------------------------------------------

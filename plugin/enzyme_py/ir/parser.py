@@ -1039,8 +1039,13 @@ _DISPATCH = {
 }
 
 
+BODIES_PARSED = 0   # function bodies materialized so far in this process (``-v`` reports it)
+
+
 def parse_function_body(fn: Function) -> None:
     """Materialize a lazily parsed body (called by ``fn.blocks``)."""
+    global BODIES_PARSED
+    BODIES_PARSED += 1
     text, start, end, line = fn._lazy_body
     fn._lazy_body = None
     p = BodyParser(fn, text, start, end, 0)
