@@ -9,8 +9,8 @@ from ..ir import types as T
 from ..ir.instructions import (BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue, FCmp,
                                GEP, ICmp, InsertElement, InsertValue, Load, Phi, Ret, Select,
                                Store, Switch, UnaryOp)
-from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, Poison, Value,
-                         ZeroInit)
+from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, Poison, Undef,
+                         Value, ZeroInit)
 
 # libm names that have an LLVM intrinsic (we prefer the intrinsic: vectors work too)
 _INTRINSIC = {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "pow", "fabs",
@@ -261,4 +261,20 @@ def _has_float(ty) -> bool:
         return any(_has_float(t) for t in ty.elements)
     if ty.is_array or ty.is_vector:
         return _has_float(ty.element)
+    return False
+
+
+def no_pointer_set_yet(v) -> bool:
+    """An ``insertvalue`` chain from poison/undef that has inserted only values without
+    pointers (integers) so far."""
+    from ..analysis.activity import has_pointer
+    for _ in range(64):
+        if isinstance(v, (Poison, Undef)):
+            return True
+        if not isinstance(v, InsertValue):
+            return False
+        x = v.operand(1)
+        if x.type.is_pointer or has_pointer(x.type):
+            return False
+        v = v.operand(0)
     return False

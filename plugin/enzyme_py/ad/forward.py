@@ -33,8 +33,8 @@ from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, 
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
-from .emit import Emitter, copy_body, zero
-from .errors import ADError, NoDerivativeError
+from .emit import Emitter, copy_body, no_pointer_set_yet, zero
+from .errors import ADError, NoDerivativeError, struct_return_error
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, tangent
@@ -162,6 +162,11 @@ class ForwardGen:
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
+            if no_pointer_set_yet(v):
+                # a struct of pointers being built (SROA's insertvalue chain from poison)
+                # before any pointer field is set: the primal integers and poison
+                # pointers are its shadow; the pointer fields get shadows as inserted
+                return [self.P_(v)] * self.W
             from ..analysis.types import holds_only_integers
             if holds_only_integers(v):
                 # points at integers only (a C++ key passed by reference): no tangent is
@@ -176,6 +181,9 @@ class ForwardGen:
                           location=self.ctx.err_loc(where) if where is not None else None,
                           hint="pass that memory with enzyme_dup and a shadow, or copy the "
                                "constant data into a local array first")
+        if isinstance(v, Call) and v.called_function is not None and not v.type.is_pointer:
+            raise struct_return_error(self.ctx.fname(v.called_function),
+                                      self.ctx.err_loc(where) if where is not None else None)
         raise ADError("a pointer that may carry derivatives has no shadow",
                       location=self.ctx.err_loc(where) if where is not None else "?",
                       hint="pass the pointer with enzyme_dup and a shadow")
@@ -277,12 +285,7 @@ class ForwardGen:
             else:
                 origin = struct_return_origin(inst)
                 if origin is not None:
-                    raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
-                                  "derivatives; a pointer returned inside a struct gets no shadow "
-                                  "(only a pointer returned alone does)",
-                                  location=self.ctx.err_loc(inst),
-                                  hint="return the pointer alone, or fill a struct passed by "
-                                       "pointer, or let the function be inlined")
+                    raise struct_return_error(origin, self.ctx.err_loc(inst))
                 raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                               location=self.ctx.err_loc(inst))
             return
@@ -346,11 +349,7 @@ class ForwardGen:
                 return
             origin = struct_return_origin(p)
             if origin is not None:
-                raise ADError(f"an active value is stored through a pointer that '{origin}' "
-                              "returns inside a struct; such a pointer gets no shadow (only a "
-                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
-                              hint="return the pointer alone, or fill a struct passed by "
-                                   "pointer, or let the function be inlined")
+                raise struct_return_error(origin, self.ctx.err_loc(inst), stored=True)
             raise ADError("an active value is stored into memory that has no shadow "
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",

@@ -40,8 +40,8 @@ from . import mpi
 from .cache import CacheLayout, appended_buffers, emit_trip_bound, ensure_preheaders
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort, rev_qsort
-from .emit import Emitter, Lazy, acc_zero, copy_body, zero
-from .errors import ADError, NoDerivativeError, inst_location
+from .emit import Emitter, Lazy, acc_zero, copy_body, no_pointer_set_yet, zero
+from .errors import ADError, NoDerivativeError, inst_location, struct_return_error
 from .kinds import check as check_kind
 from . import openmp
 from .libc import copy_adjoint, memset0, shadowed_writes, written
@@ -431,6 +431,9 @@ class ReverseGen:
             # a function, read-only or float-free global: its "shadow" is itself, no
             # adjoint can be accumulated there
             return v
+        if no_pointer_set_yet(v):
+            # a struct of pointers being built, no pointer field set yet: see forward.py
+            return self.vmap.get(v, v)
         if v.type.is_pointer and v not in self.act.shadowed:
             from ..analysis.types import holds_only_integers
             if holds_only_integers(v):
@@ -447,6 +450,9 @@ class ReverseGen:
                           location=self.ctx.err_loc(where),
                           hint="pass that memory with enzyme_dup and a shadow, or copy the "
                                "constant data into a local array first")
+        if isinstance(v, Call) and v.called_function is not None and not v.type.is_pointer:
+            raise struct_return_error(self.ctx.fname(v.called_function),
+                                      self.ctx.err_loc(where))
         raise ADError("a pointer that may carry derivatives has no shadow",
                       location=self.ctx.err_loc(where),
                       hint="pass the pointer with enzyme_dup and a shadow")
@@ -519,12 +525,7 @@ class ReverseGen:
         else:
             origin = struct_return_origin(inst)
             if origin is not None:
-                raise ADError(f"'{origin}' returns a struct holding a pointer that may carry "
-                              "derivatives; a pointer returned inside a struct gets no shadow "
-                              "(only a pointer returned alone does)",
-                              location=self.ctx.err_loc(inst),
-                              hint="return the pointer alone, or fill a struct passed by "
-                                   "pointer, or let the function be inlined")
+                raise struct_return_error(origin, self.ctx.err_loc(inst))
             raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
                           location=self.ctx.err_loc(inst))
         self.sh_aug[inst] = S
@@ -563,11 +564,7 @@ class ReverseGen:
         elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             origin = struct_return_origin(p)
             if origin is not None:
-                raise ADError(f"an active value is stored through a pointer that '{origin}' "
-                              "returns inside a struct; such a pointer gets no shadow (only a "
-                              "pointer returned alone does)", location=self.ctx.err_loc(inst),
-                              hint="return the pointer alone, or fill a struct passed by "
-                                   "pointer, or let the function be inlined")
+                raise struct_return_error(origin, self.ctx.err_loc(inst), stored=True)
             raise ADError("an active value is stored into memory that has no shadow "
                           "(an enzyme_const argument, or a global that gets no shadow "
                           "global: one holding pointers or defined outside the program)",

@@ -135,8 +135,10 @@ class Activity:
         ty = i.type
         ops = i.operands
         if pointer_aggregate(ty) or ty.is_pointer and isinstance(i, ExtractValue):
-            if isinstance(i, ExtractValue):
-                return "shadow" if ops[0] in self.shadowed else None
+            if isinstance(i, ExtractValue) and ops[0] in self.shadowed:
+                return "shadow"
+            # (an ExtractValue from an aggregate without a shadow: a struct mixing
+            # pointers and floats returned by a callee, see below)
             if isinstance(i, InsertValue):
                 return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed \
                     else None
