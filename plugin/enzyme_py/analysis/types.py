@@ -225,12 +225,10 @@ def float_fields(p, nbytes, datalayout, most=64):
     'double' or 'float', bytes)`` of consecutive fields of one type; None where no layout
     is visible, a field is only partly covered or a pointer is among the bytes, or there
     are more than ``most`` runs."""
-    found = _layout_base(p, datalayout)
+    found = _layout_span(p, nbytes, datalayout)
     if found is None:
         return None
     ty, off = found
-    if off < 0 or off + nbytes > datalayout.size_in_bytes(ty):
-        return None
     leaves: list = []
     _leaf_list(ty, 0, datalayout, leaves)
     runs: list = []
@@ -306,6 +304,18 @@ def _leaf_list(ty, base, dl, out):
         out.append((base, ty))
 
 
+def _layout_span(p, nbytes, datalayout):
+    """(type, offset) as ``_layout_base`` gives them, where the ``nbytes`` at ``p`` lie
+    inside that object; else None."""
+    found = _layout_base(p, datalayout)
+    if found is None:
+        return None
+    ty, off = found
+    if off < 0 or off + nbytes > datalayout.size_in_bytes(ty):
+        return None
+    return ty, off
+
+
 def _layout_base(p, datalayout, limit=16):
     """(struct/array type, byte offset of p in it) where visible, else None."""
     from ..ir.values import ConstantInt
@@ -342,12 +352,10 @@ def layout_kinds(p, nbytes, datalayout):
     overlapping those bytes (a set over 'double', 'float', 'int', 'ptr'), or None where
     no layout is visible.  (After SROA, a struct copy is a load and a store per field;
     this tells an ``i32`` field from a ``float`` bit-copy.)"""
-    found = _layout_base(p, datalayout)
+    found = _layout_span(p, nbytes, datalayout)
     if found is None:
         return None
     ty, off = found
-    if off < 0 or off + nbytes > datalayout.size_in_bytes(ty):
-        return None
     out: set = set()
     _leaves(ty, 0, off, off + nbytes, datalayout, out)
     return out
