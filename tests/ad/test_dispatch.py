@@ -1,13 +1,15 @@
 """Indirect calls with active arguments (ad/dispatch.py): C++ virtual calls through a
 class hierarchy (objects made with ``new``, kept in a std::vector, deleted through the
 virtual destructor; an override calling its base's version), C tables of function
-pointers, function pointers in structs and as arguments.  Reverse and forward mode at
+pointers (also of libm functions, which have rules but no body), function pointers in
+structs and as arguments.  Reverse and forward mode at
 -O0 and -O2 against central differences (and each other); a pointer to a function the
 program does not define aborts at run time with a message; an indirect call that can only
 reach functions enzyme-cc cannot see is a compile error."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
@@ -91,7 +93,7 @@ int main(int argc, char **argv) {
   enum { N = 5 };
   int op[N] = {0, 1, 2, 1, 0};
   struct layer L[N] = {{wave, 0.5}, {sq, 1.5}, {cube, -0.7}, {wave, 2.0}, {sq, 0.1}};
-  if (argc > 1) L[2].act = tanh;        /* not a candidate: the derivative aborts */
+  if (argc > 1) L[2].act = j0;          /* no body, no rule: the derivative aborts */
   double x[N] = {0.4, -0.9, 1.3, 0.2, -1.7}, dx[N] = {0};
   __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, op, enzyme_const, L,
                     enzyme_const, N);
@@ -113,7 +115,7 @@ NO_CANDIDATE = r"""
 int enzyme_const;
 double __enzyme_autodiff(void *, ...);
 double f(double x, int k) {
-  double (*g)(double) = k ? sin : cos;   /* only libm functions of this type */
+  double (*g)(double) = k ? j0 : y0;   /* only library functions without a rule */
   return g(x) * x;
 }
 int main(int argc, char **argv) {
@@ -155,11 +157,12 @@ def test_function_pointer_tables(tmp_path, opt):
     _check(v)
     a = 1.25   # apply(cube, a) = a^4
     assert v["apply"] == pytest.approx([4 * a ** 3, 4 * a ** 3], rel=1e-14)
-    # a pointer to a function the program does not define (tanh): abort, with a message
+    # a pointer to a function the program does not define and that has no rule (j0):
+    # abort, with a message
     bad = subprocess.run([str(exe), "bad"], capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0
     assert "enzyme: an indirect call in the derivative of 'f' reached a function that is " \
-        "not one of the 3 candidate(s) (defined functions of type double (double)" in bad.stderr
+        "not one of the 3 candidate(s) (functions of type double (double)" in bad.stderr
     assert "rev" not in bad.stdout
 
 
@@ -169,3 +172,38 @@ def test_indirect_call_without_candidates_is_a_compile_error(tmp_path):
     assert "indirect call (type double (double)) with active arguments: the program " \
         "defines no function of that type" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+LIBM_TABLE = r"""#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static double (*const tab[3])(double) = {sin, cos, tanh};   /* libm: rules, no bodies */
+static double sq(double x) { return x * x; }
+double (*const mixed[2])(double) = {exp, sq};               /* a rule beside a body */
+double f(double x, int k) { return tab[k % 3](x * 2.0) + mixed[k % 2](x); }
+int main(void) {
+  printf("rev"); for (int k = 0; k < 6; k++) printf(" %.17g", __enzyme_autodiff((void *)f, 0.37, enzyme_const, k));
+  printf("\nfwd"); for (int k = 0; k < 6; k++) printf(" %.17g", __enzyme_fwddiff((void *)f, 0.37, 1.0, enzyme_const, k));
+  printf("\nfd"); for (int k = 0; k < 6; k++) printf(" %.17g", (f(0.37 + 1e-6, k) - f(0.37 - 1e-6, k)) / 2e-6);
+  printf("\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_libm_functions_through_pointers(tmp_path, opt):
+    # a libm function is a candidate through a wrapper that calls it directly (its rule)
+    r, exe = _build(tmp_path, "libmtab.c", LIBM_TABLE, opt, cxx=False)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    _check(v)
+    x = 0.37
+    want = [2 * math.cos(2 * x) + math.exp(x), -2 * math.sin(2 * x) + 2 * x,
+            2 / math.cosh(2 * x) ** 2 + math.exp(x), 2 * math.cos(2 * x) + 2 * x,
+            -2 * math.sin(2 * x) + math.exp(x), 2 / math.cosh(2 * x) ** 2 + 2 * x]
+    assert v["rev"] == pytest.approx(want, rel=1e-13)

@@ -192,7 +192,11 @@ def _round(module, options, log) -> None:
         work.extend(_callees(f, registry))
     clones = {}
     attr_cache: dict = {}
+    from .dispatch import has_rule, rule_wrapper
     for f in closure:
+        if has_rule(f):     # a libm function an indirect call may reach
+            clones[f] = rule_wrapper(module, f)
+            continue
         c = f.clone(f"{f.name}.enzyme", {})
         c.set_linkage("internal")
         c.prefix = re.sub(r"\b(dso_local|hidden|protected|default|dllexport)\b", "",
@@ -205,7 +209,7 @@ def _round(module, options, log) -> None:
         for inst in c.instructions():
             if isinstance(inst, Call):
                 t = inst.called_function
-                if t in clones:
+                if t in clones and not t.is_declaration:   # (a rule wrapper's callee stays)
                     inst.callee = clones[t]
                 o = outlined_of(inst)
                 if o in clones:

@@ -29,7 +29,8 @@ from ..ir.instructions import Call, Unreachable
 from ..ir.values import ConstantInt
 from .errors import NoDerivativeError
 
-__all__ = ["candidates", "is_indirect", "resolve", "Dispatched", "select_target"]
+__all__ = ["candidates", "is_indirect", "resolve", "Dispatched", "select_target",
+           "has_rule", "rule_wrapper"]
 
 
 def is_indirect(call) -> bool:
@@ -61,15 +62,40 @@ def _address_taken(fn) -> bool:
 
 
 def candidates(module, call) -> list:
-    """The defined functions of ``module`` an indirect ``call`` may reach."""
+    """The functions of ``module`` an indirect ``call`` may reach: defined ones, and
+    declared ones with a derivative rule (``sin`` in a table of libm functions; see
+    ``rule_wrapper``), whose address the program takes."""
     fnty = call.function_type
     out = []
     for f in module.functions:
-        if f.is_declaration or f.function_type != fnty or f.name.startswith("__enzyme_"):
+        if f.function_type != fnty or f.name.startswith("__enzyme_"):
+            continue
+        if f.is_declaration and not has_rule(f):
             continue
         if _address_taken(f):
             out.append(f)
     return out
+
+
+def has_rule(fn) -> bool:
+    """A declared function the generators have a derivative rule for (libm)."""
+    from .rules import libm_rule
+    return fn.is_declaration and libm_rule(fn.name) is not None
+
+
+def rule_wrapper(module, fn):
+    """An internal function with ``fn``'s type whose body calls the declared ``fn``
+    directly: the private copy an indirect call's candidate needs (a body to
+    differentiate; the direct call inside uses ``fn``'s rule)."""
+    from .emit import Emitter
+    ft = fn.function_type
+    w = module.add_function(f"{fn.name}.enzyme", ft, linkage="internal",
+                            fn_attrs="nounwind")
+    e = Emitter(module)
+    e.at_end(w.append_basic_block("entry"))
+    r = e.insert(Call(ft, fn, list(w.args)))
+    e.ret(None if ft.ret == T.void else r)
+    return w
 
 
 def resolve(ctx, inst, where):
@@ -81,8 +107,9 @@ def resolve(ctx, inst, where):
     if not pairs:
         raise NoDerivativeError(
             f"indirect call (type {inst.function_type}) with active arguments: the program "
-            "defines no function of that type whose address it takes, so the callee is a "
-            "function enzyme-cc cannot see (a library's) and cannot be differentiated",
+            "defines no function of that type whose address it takes (nor takes the address "
+            "of a library function with a derivative rule, such as sin), so the callee is a "
+            "function enzyme-cc cannot see and cannot be differentiated",
             location=where,
             hint="call a function defined in the program (its body must be visible: same "
                  "program / LTO), or register a custom gradient for a direct wrapper")
@@ -104,9 +131,9 @@ def trap(module, fnty, caller: str, inst, ncand: int):
     from .emit import Emitter
     from .runtime import _string
     msg = (f"enzyme: an indirect call in the derivative of '{caller}' reached a function "
-           f"that is not one of the {ncand} candidate(s) (defined functions of type "
-           f"{inst.function_type} whose address the program takes): no derivative for it; "
-           "aborting\n")
+           f"that is not one of the {ncand} candidate(s) (functions of type "
+           f"{inst.function_type} whose address the program takes, defined in it or with "
+           "a derivative rule): no derivative for it; aborting\n")
     name = "__enzyme_py_bad_target"
     fn = module.add_function(name, fnty, linkage="internal",
                              fn_attrs="noinline cold noreturn nounwind")
