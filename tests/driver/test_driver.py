@@ -77,6 +77,20 @@ def test_version(ecc):
     assert "clang" in out and "LLVM (llvmlite): 22." in out
 
 
+def test_version_into_a_closed_pipe_is_quiet(ecc):
+    # `enzyme-cc --version | grep -q clang`: the reader may be gone before we write;
+    # that ends quietly with SIGPIPE's status, not with an internal error
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([ecc, "--version"], stdout=w, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.stderr == ""
+    assert proc.returncode == 141
+
+
 def test_help_mentions_own_options(ecc):
     out = run([ecc, "--help"], ".").stdout
     assert "-save-temps" in out and "ENZYME_CLANG" in out

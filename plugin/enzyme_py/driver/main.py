@@ -63,7 +63,16 @@ def main(argv: list[str] | None = None, cxx: bool = False) -> int:
     prog = "enzyme-c++" if cxx else "enzyme-cc"
     argv = sys.argv[1:] if argv is None else argv
     try:
-        return Driver(parse_args(argv, cxx), prog).run()
+        rc = Driver(parse_args(argv, cxx), prog).run()
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
+        return rc
+    except BrokenPipeError:
+        # the reader of our stdout went away (`enzyme-cc --version | head -1`): quiet,
+        # like a C program killed by SIGPIPE; stdout points at /dev/null so that the
+        # interpreter's own flush at exit does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except ToolError as e:
         if e.message:
             print(f"{prog}: error: {e.message}", file=sys.stderr)
