@@ -304,6 +304,35 @@ def test_any_clang_up_to_llvmlite_major(tmp_path, ecc, clang, clang_cmd):
     assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)
 
 
+@pytest.mark.parametrize("clang_cmd", other_clangs())
+def test_custom_rule_units_and_ir_inputs_with_any_clang(tmp_path, ecc, clang_cmd):
+    """A unit registering a custom rule is optimised in a second step from bitcode,
+    and ``.ll``/``.bc`` inputs compile like sources, with every clang (ziglang's cc
+    knows no ``-x ir``: the step failed with 'language not recognized')."""
+    env = dict(os.environ, ENZYME_CLANG=clang_cmd)
+    env.pop("ENZYME_CLANGXX", None)
+    (tmp_path / "rule.c").write_text(
+        "#include <stdio.h>\n"
+        "double __enzyme_fwddiff(void *, ...);\n"
+        "double sq(double x) { return x * x; }\n"
+        "double sq_fwd(double x, double dx) { return 100 * dx; }\n"  # told apart from 2x
+        "void *__enzyme_register_derivative_sq[2] = {(void *)sq, (void *)sq_fwd};\n"
+        "double f(double x) { return sq(x) + x; }\n"
+        "int main(void) { printf(\"%g\\n\", __enzyme_fwddiff((void *)f, 3.0, 1.0)); }\n")
+    run([ecc, "-O2", "-c", "rule.c"], tmp_path, env=env)
+    run([ecc, "-O2", "rule.o", "-o", "rule"], tmp_path, env=env)
+    assert output_of(tmp_path / "rule", tmp_path) == (0, "101\n")
+    (tmp_path / "util.c").write_text("double half(double x) { return x / 2; }\n")
+    (tmp_path / "main.c").write_text("#include <stdio.h>\ndouble half(double);\n"
+                                     "int main(void) { printf(\"%g\\n\", half(5)); }\n")
+    for ext in (".ll", ".bc"):
+        flag = "-S" if ext == ".ll" else "-c"
+        run([ecc, "-O0", flag, "-emit-llvm", "util.c", "-o", "util" + ext], tmp_path, env=env)
+        run([ecc, "-O2", "-c", "util" + ext, "-o", "util.o"], tmp_path, env=env)
+        run([ecc, "-O2", "main.c", "util.o", "-o", "m"], tmp_path, env=env)
+        assert output_of(tmp_path / "m", tmp_path) == (0, "2.5\n")
+
+
 def _lto_plugins() -> dict[str, str]:
     """LLVM's binutils LTO plugins on this machine, by LLVM major ("14": path)."""
     found = {}

@@ -273,7 +273,9 @@ class Driver:
                 cmd += ["-flto=thin", "-ffat-lto-objects"]
             else:
                 cmd.append("-fembed-bitcode=all")  # clang < 17: no fat LTO objects
-        cmd += ["-c", "-x", src.lang, src.path, "-o", out]
+        # an LLVM IR file goes by its extension: zig's cc knows no language "ir"
+        by_name = src.lang == "ir" and src.path.endswith((".ll", ".bc"))
+        cmd += ["-c"] + ([] if by_name else ["-x", src.lang]) + [src.path, "-o", out]
         return cmd
 
     def compile_source(self, src: Input, out: str, bitcode_only: bool,
@@ -308,7 +310,7 @@ class Driver:
             cmd = self.clang.command(self.args.cxx) + self.opt_flags() + [
                 "-Wno-unused-command-line-argument", "-flto=thin"]
             cmd += ["-ffat-lto-objects"] if self.clang.fat_lto else ["-fembed-bitcode=all"]
-            self.call(cmd + ["-c", "-x", "ir", pre, "-o", out])
+            self.call(cmd + ["-c", pre, "-o", out])  # .bc: IR by its name, for every clang
         finally:
             if os.path.exists(pre):
                 os.unlink(pre)
