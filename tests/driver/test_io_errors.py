@@ -260,6 +260,7 @@ def test_internal_error_is_not_a_user_error(tmp_path, monkeypatch, capsys):
     to report it, not a diagnostic blaming the program."""
     from enzyme_py.ad import reverse
     from enzyme_py.driver.main import main
+    from enzyme_py.ir.values import Argument
 
     src = tmp_path / "p.c"
     src.write_text("#include <stdio.h>\n"
@@ -270,7 +271,7 @@ def test_internal_error_is_not_a_user_error(tmp_path, monkeypatch, capsys):
     real = reverse.ReverseGen.shadow
 
     def broken(self, p, b):
-        if isinstance(p, reverse.Argument):
+        if isinstance(p, Argument):
             self.sh_rev_args = {}
         return real(self, p, b)
 

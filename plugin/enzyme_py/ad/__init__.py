@@ -167,12 +167,11 @@ def _round(module, options, log) -> None:
     from .custom import CallHooks
     from .forward import ForwardContext
     from .registry import Registry
-    from .reverse import Context, _prepared
+    from .reverse import Context
     from .openmp import outlined_of, prepare as openmp_prepare
     from .runtime import OUT_OF_MEMORY, POOLED, runtime_base, unpool
     from .split import lower_split
 
-    _prepared.clear()   # keyed by id(): objects of an earlier round may be gone
     t0 = time.perf_counter()
     registry = Registry.read(module)
     found = _ready(module, registry)

@@ -1,0 +1,522 @@
+"""Reverse mode, the forward sweep: ``augmented_P`` is P with shadow computations
+(shadow GEPs, allocations and pointer stores), a counter per loop, the saves of the
+values that undone stores overwrite, and the augmented forward of every call.
+Part of ``ReverseGen`` (``reverse.py``)."""
+
+from __future__ import annotations
+
+from ..analysis.globals import shadow_constant
+from ..analysis.activity import floatish, pointer_aggregate, struct_return_origin
+from ..analysis.effects import call_effect
+from ..ir import types as T
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, ExtractValue, GEP,
+                               InsertValue, Invoke, Load, Phi, Ret, Select, Store)
+from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
+from . import mpi
+from .dispatch import Dispatched, is_indirect, resolve
+from .sort import aug_qsort
+from .emit import copy_body, no_pointer_set_yet
+from .errors import ADError, NoDerivativeError, struct_return_error
+from .kinds import check as check_kind
+from . import openmp
+from .libc import shadowed_writes, written
+from .rules import libm_rule, reduction_rule
+from .runtime import runtime_function
+from .reverse_common import (_dead_pointer_web, _mem_intrinsic, _mutable_data_global)
+
+
+class AugmentedForward:
+    """Builds ``self.aug`` from ``self.P``: the forward sweep of reverse mode."""
+
+    def _build_aug(self):
+        P, aug, act = self.P, self.aug, self.act
+        prim, shad, i = self._arg_maps(aug)
+        self.tape_aug = aug.args[i]
+        vmap = dict(prim)
+        copy_body(P, aug, vmap)
+        self.vmap = vmap
+        self.sh_aug = dict(shad)
+        self.restore_old = {}
+        self.replaced_calls = {}
+        e = self.e
+        pending_phis = []
+        for b in self.cfg.rpo:
+            for inst in list(b.instructions):
+                A = vmap[inst]
+                check_kind(inst, act, lambda i=inst: self.ctx.err_loc(i))
+                if isinstance(inst, Invoke):
+                    continue   # not involved (check_kind)
+                if isinstance(inst, Call):
+                    self._aug_call(inst, A)
+                elif isinstance(inst, AtomicRMW):
+                    self._aug_atomic(inst)
+                if inst in act.shadowed and not isinstance(inst, Argument):
+                    self._aug_shadow_def(inst, A, pending_phis)
+                if isinstance(inst, Store):
+                    self._aug_store(inst, A)
+                    if inst in self.ow.restores:   # the value it overwrites (overwrite.py)
+                        old = Load(inst.operand(0).type, A.operand(1), align=inst.align)
+                        old.insert_before(A)
+                        self.restore_old[inst] = old
+        if self.ret_shadow:
+            for b in self.cfg.rpo:
+                r = b.terminator
+                if isinstance(r, Ret) and r.value is not None:
+                    ar = vmap[r]
+                    e.at_before(ar)
+                    pv = ar.value
+                    sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
+                        r.value.is_instruction or isinstance(r.value, Argument)) \
+                        else ZeroInit(r.value.type)  # callers see an unshadowed result
+                    agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
+                    agg = e.insertvalue(agg, sv, [1])
+                    ar.set_operand(0, agg)
+        for inst, S in pending_phis:
+            for v, blk in inst.incoming:
+                S.add_incoming(self._sh_aug(v, inst), vmap[blk])
+        # predecessor index for blocks with several predecessors
+        self.pred_phi = {}
+        for b in self.cfg.rpo:
+            preds = self.cfg.preds[b]
+            if len(preds) > 1:
+                ab = vmap[b]
+                phi = Phi(T.i64)
+                ab.insert(0, phi)
+                for u in ab.uses:
+                    user = u.user
+                    if user.is_instruction and user.is_terminator and user.parent is not None:
+                        pb = user.parent
+                        src = next((p for p in preds if vmap[p] is pb), None)
+                        k = preds.index(src) if src is not None else 0
+                        phi.add_incoming(ConstantInt(T.i64, k), pb)
+                self.pred_phi[b] = phi
+        self._aug_loop_counters()
+        self._stack_shadows()
+
+    def _aug_loop_counters(self):
+        """An i64 counter per loop, 0 on entry, +1 per iteration (header executions)."""
+        vmap = self.vmap
+        self.aiv = {}
+        for lp in self.loops.loops:
+            h = vmap[lp.header]
+            iv = Phi(T.i64)
+            h.insert(0, iv)
+            nxt = BinaryOp("add", iv, ConstantInt(T.i64, 1), flags=("nuw", "nsw"))
+            nxt.insert_before(h.first_non_phi)
+            for p in self.cfg.preds[lp.header]:
+                iv.add_incoming(nxt if p in lp.blocks else ConstantInt(T.i64, 0), vmap[p])
+            self.aiv[lp] = iv
+
+    def _stack_shadows(self):
+        """Shadows of allocas outside loops that the forward sweep never touches (only
+        adjoints go there, in the reverse sweep) become allocas of the reverse function."""
+        self.stack_shadow = {}
+        self.stack_shadow_src = []
+        for b in self.cfg.rpo:
+            if self.loops.in_loop(b):
+                continue
+            for inst in b.instructions:
+                if not isinstance(inst, Alloca) or inst not in self.act.shadowed:
+                    continue
+                if inst.count is not None and not isinstance(inst.count, ConstantInt):
+                    continue
+                S = self.sh_aug.get(inst)
+                web = _dead_pointer_web(S)
+                if web is None:
+                    continue
+                for x in web:
+                    x.drop_all_references()
+                for x in web:
+                    x.remove_from_parent()
+                for k in [k for k, v in self.sh_aug.items() if v in web]:
+                    del self.sh_aug[k]
+                self.stack_shadow_src.append(inst)
+
+    def _rt(self, name, ty=None):
+        return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
+
+    def _sh_aug(self, v, where):
+        s = self.sh_aug.get(v)
+        if s is not None:
+            return s
+        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
+            return v.clone()
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
+        if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
+                and not _mutable_data_global(v):
+            # a function, read-only or float-free global: its "shadow" is itself, no
+            # adjoint can be accumulated there
+            return v
+        if no_pointer_set_yet(v):
+            # a struct of pointers being built, no pointer field set yet: see forward.py
+            return self.vmap.get(v, v)
+        if v.type.is_pointer and v not in self.act.shadowed:
+            from ..analysis.types import holds_only_integers
+            if holds_only_integers(v):
+                # points at integers only (a C++ key passed by reference, kept in a
+                # std::tuple by std::map::operator[]): no adjoint is ever accumulated
+                # through it, so the primal pointer serves as its shadow
+                return self.vmap.get(v, v)
+            # Never the primal pointer: adjoints accumulated through that "shadow"
+            # would land in the program's own memory.
+            raise ADError("a pointer without a shadow (constant data: a global, an "
+                          "enzyme_const argument, or a pointer loaded from one) is mixed "
+                          "with pointers that have shadows (stored into differentiated "
+                          "memory, merged by a phi/select, or returned)",
+                          location=self.ctx.err_loc(where),
+                          hint="pass that memory with enzyme_dup and a shadow, or copy the "
+                               "constant data into a local array first")
+        if isinstance(v, Call) and v.called_function is not None and not v.type.is_pointer:
+            raise struct_return_error(self.ctx.fname(v.called_function),
+                                      self.ctx.err_loc(where))
+        raise ADError("a pointer that may carry derivatives has no shadow",
+                      location=self.ctx.err_loc(where),
+                      hint="pass the pointer with enzyme_dup and a shadow")
+
+    def _aug_shadow_def(self, inst, A, pending_phis):
+        e, vmap = self.e, self.vmap
+        if isinstance(inst, (GEP, Cast)):
+            S = A.clone({})
+            S.metadata = []
+            S.set_operand(0, self._sh_aug(inst.operand(0), inst))
+            S.name = None
+            S.insert_after(A)
+        elif isinstance(inst, Phi):
+            S = Phi(inst.type)
+            S.insert_after(A)
+            pending_phis.append((inst, S))
+        elif isinstance(inst, ExtractValue):
+            S = ExtractValue(self._sh_aug(inst.operand(0), inst), inst.indices)
+            S.insert_after(A)
+        elif isinstance(inst, InsertValue):
+            # a struct of pointers (std::pair<node *, node *>): shadow pointers where the
+            # primal has pointers, the primal integers elsewhere
+            val = inst.operand(1)
+            sv = self._sh_aug(val, inst) if val.type.is_pointer \
+                or pointer_aggregate(val.type) else A.operand(1)
+            S = InsertValue(self._sh_aug(inst.operand(0), inst), sv, inst.indices)
+            S.insert_after(A)
+        elif isinstance(inst, Select):
+            S = Select(A.operand(0), self._sh_aug(inst.operand(1), inst),
+                       self._sh_aug(inst.operand(2), inst))
+            S.insert_after(A)
+        elif isinstance(inst, Load):
+            S = Load(inst.type, self._sh_aug(inst.operand(0), inst), align=inst.align)
+            S.insert_after(A)
+        elif isinstance(inst, Alloca):
+            dl = self.ctx.module.datalayout
+            size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))
+            nxt = A.parent.instructions[A.parent.index_of(A) + 1]
+            e.at_before(nxt)
+            if inst.count is not None:
+                n = vmap[inst.count] if inst.count in vmap else inst.count.clone()
+                if n.type != T.i64:
+                    n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
+                size = e.binop("mul", n, size)
+            S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
+        elif isinstance(inst, Call):
+            name = inst.callee_name or ""
+            if inst in self.replaced_calls:
+                # the augmented callee returned {primal, shadow}
+                self.sh_aug[inst] = self.ret_shadows[inst]
+                return
+            if inst in getattr(self, "mirrored", {}):
+                self.sh_aug[inst] = self.mirrored[inst]
+                return
+            eff = call_effect(name)
+            if eff is None or eff.kind != "alloc" or eff.out is not None:
+                raise ADError(f"call to '{name}' returns a pointer that may carry derivatives; "
+                              "not supported yet", location=self.ctx.err_loc(inst),
+                              hint="inline the function or return through an argument")
+            nxt = A.parent.instructions[A.parent.index_of(A) + 1]
+            e.at_before(nxt)
+            args = A.args
+            if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
+                S = e.call_fn(self._rt("__enzyme_py_shadow_realloc"),
+                              [self._sh_aug(inst.args[eff.frees], inst), args[1]])
+            else:
+                # (a realloc of a block without a shadow held constant data: zero adjoint)
+                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                              [written(e, None, eff.size, args, A)])
+        else:
+            origin = struct_return_origin(inst)
+            if origin is not None:
+                raise struct_return_error(origin, self.ctx.err_loc(inst))
+            raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
+                          location=self.ctx.err_loc(inst))
+        self.sh_aug[inst] = S
+
+    def _aug_store(self, inst, A):
+        v, p = inst.operand(0), inst.operand(1)
+        if p in self.act.shadowed:
+            if v.type.is_pointer or pointer_aggregate(v.type):
+                if v not in self.act.shadowed and (v.is_instruction or isinstance(v, Argument)) \
+                        and not self.act.may_hold_shadowed_pointers(p):
+                    return  # a local that only ever holds pointers without shadows
+                sv = self._sh_aug(v, inst)
+                st = Store(sv, self._sh_aug(p, inst), align=inst.align)
+                st.insert_after(A)
+            elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
+                    and v.operand(0) in self.act.shadowed and v.type.is_int \
+                    and v.type.width >= 32 and not self._int_by_layout(v):
+                from ..analysis.types import memory_kinds
+                kinds = memory_kinds([v.operand(0), p])
+                w = v.type.width
+                if kinds and "float-other" not in kinds and not (
+                        w == 32 and "float" in kinds or w == 64 and "double" in kinds
+                        or w not in (32, 64) and kinds & {"double", "float"}):
+                    # no floating-point value of this width there: an integer (a C++
+                    # key) or a pointer (an iterator copied at -O0); for pointers, the
+                    # same copy of the shadow bytes
+                    if "ptr" in kinds and w == 64:
+                        sv = Load(v.type, self._sh_aug(v.operand(0), inst), align=v.align)
+                        sv.insert_after(A)
+                        Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                    return
+                raise ADError("an integer-typed copy of memory that may hold floating-point "
+                              "values (type analysis could not tell)",
+                              location=self.ctx.err_loc(inst),
+                              hint="copy the values with their own type, or use memcpy")
+        elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
+            origin = struct_return_origin(p)
+            if origin is not None:
+                raise struct_return_error(origin, self.ctx.err_loc(inst), stored=True)
+            raise ADError("an active value is stored into memory that has no shadow "
+                          "(an enzyme_const argument, or a global that gets no shadow "
+                          "global: one holding pointers or defined outside the program)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow; for a "
+                               "global holding pointers (a static node pool), allocate the "
+                               "nodes with malloc or keep them in a local array")
+
+    def _int_by_layout(self, load):
+        """Whether the declared layout of the struct/array a load reads from says its
+        bytes are integer fields (a struct copy split per field by SROA)."""
+        from ..analysis.types import layout_kinds
+        dl = self.ctx.module.datalayout
+        kinds = layout_kinds(load.operand(0), dl.store_size(load.type), dl)
+        return kinds == {"int"}
+
+    def _callee_kinds(self, inst):
+        act = self.act
+        kinds = []
+        for a in inst.args:
+            if a.type.is_pointer and a in act.shadowed:
+                kinds.append("dup")
+            elif floatish(a.type) and a in act.active:
+                kinds.append("out")
+            else:
+                kinds.append("const")
+        return kinds
+
+    def _aug_atomic(self, inst):
+        p, v = inst.operands
+        if p not in self.act.shadowed and v in self.act.active:
+            raise ADError("an active value is added into memory that has no shadow (a "
+                          "global, or an enzyme_const argument)",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass that memory with enzyme_dup and a shadow")
+
+    def _aug_call(self, inst, A):
+        act = self.act
+        name = inst.callee_name or ""
+        if openmp.aug_call(self, inst, A):
+            return
+        eff = call_effect(name)
+        ekind = eff.kind if eff is not None else None
+        if ekind in ("nomem", "free", "typehint"):
+            return
+        if ekind == "mpi" and not mpi.user_rule(self, inst):
+            mpi.aug_call(self, inst, A)
+            return
+        if ekind == "mirror":
+            # a pointer-structure call (red-black tree): the same call on the shadows
+            if any(a in act.shadowed for a in inst.args):
+                c = A.clone({})
+                c.metadata, c.name = [], None
+                for k, a in enumerate(inst.args):
+                    if a.type.is_pointer:
+                        c.set_arg(k, self._sh_aug(a, inst))
+                c.insert_after(A)
+                self.mirrored = getattr(self, "mirrored", {})
+                self.mirrored[inst] = c
+            return
+        if ekind == "alloc":
+            if eff.out is not None and inst.args[eff.out] in act.shadowed:
+                # posix_memalign: a shadow block, stored where the pointer goes
+                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                S = self.e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                                   [A.args[eff.size[1]]])
+                self.e.store(S, self._sh_aug(inst.args[eff.out], inst), 8)
+                self.out_shadows = getattr(self, "out_shadows", {})
+                self.out_shadows[inst] = S
+            return
+        args = inst.args
+        involved = any(a in act.active or a in act.shadowed for a in args) \
+            or inst in act.active or inst in act.shadowed \
+            or act.touches_shadow_globals(inst.called_function)
+        if ekind == "sort":
+            if args[0] in act.shadowed:
+                aug_qsort(self, inst, A)   # ad/sort.py
+            return
+        mem = _mem_intrinsic(name)
+        if mem is not None:
+            if args[0] in act.shadowed:
+                kind = self._mem_kind(inst)
+                self.mem_kind = getattr(self, "mem_kind", {})
+                self.mem_kind[inst] = kind
+                if kind in ("ptr", "zero"):
+                    if mem != "memset" and args[1] not in act.shadowed:
+                        raise ADError(
+                            "memcpy of pointers from memory without a shadow into memory "
+                            "that has one", location=self.ctx.err_loc(inst),
+                            hint="pass the source with enzyme_dup, or copy the data the "
+                                 "pointers point to instead")
+                    c = A.clone({})
+                    c.set_operand(0, self._sh_aug(args[0], inst))
+                    if mem != "memset":
+                        c.set_operand(1, self._sh_aug(args[1], inst))
+                    c.insert_after(A)
+            return
+        if eff is not None and eff.writes:
+            ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
+            if ws:
+                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                self.write_sizes = getattr(self, "write_sizes", {})
+                self.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
+                                          for k, size in ws]
+            if inst not in act.active:
+                return
+        if not involved:
+            return
+        if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
+            return
+        callee = inst.called_function
+        pairs = None
+        if callee is None and is_indirect(inst):
+            # through a function pointer or a vtable: every candidate (ad/dispatch.py)
+            pairs = resolve(self.ctx, inst, self.ctx.err_loc(inst))
+            callee = pairs[0][1]
+        if callee is not None and not callee.is_declaration:
+            kinds = self._callee_kinds(inst)
+            ret_active = floatish(inst.type) and inst in act.active
+            if self.parallel:
+                # other threads may write what the arguments point to meanwhile: the
+                # caller's overwrite facts do not carry into the callee
+                facts = (False, frozenset())
+            else:
+                facts = (self.ow.callee_stable.get(inst, False),
+                         self.ow.callee_noalias.get(inst, frozenset()))
+            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=self.parallel)
+            if pairs is not None:
+                self.e.at_before(A)
+                g = Dispatched(self, inst, pairs,
+                               [self.ctx.get(c, kinds, ret_active, *facts,
+                                             parallel=self.parallel)
+                                for _, c in pairs])
+            new_args = [a for a, _ in zip(A.args, kinds)]
+            call_args = []
+            for orig, a, k in zip(args, new_args, kinds):
+                call_args.append(a)
+                if k == "dup":
+                    call_args.append(self._sh_aug(orig, inst))
+            call_args.append(self.tape_aug)
+            c = Call(g.aug.function_type, g.aug if pairs is None else g.aug_callee, call_args)
+            c.insert_before(A)
+            if g.ret_shadow:
+                pv = ExtractValue(c, [0])
+                pv.insert_after(c)
+                sv = ExtractValue(c, [1])
+                sv.insert_after(pv)
+                self.ret_shadows = getattr(self, "ret_shadows", {})
+                self.ret_shadows[inst] = sv
+                A.replace_all_uses_with(pv)
+                c = pv
+            else:
+                A.replace_all_uses_with(c)
+            A.erase()
+            self.vmap[inst] = c
+            self.replaced_calls[inst] = g
+            return
+        if libm_rule(name) is not None or reduction_rule(name) is not None:
+            return
+        if ekind in ("inactive", "writes"):
+            return
+        if callee is None:
+            raise NoDerivativeError("indirect call with active arguments cannot be "
+                                    "differentiated", location=self.ctx.err_loc(inst),
+                                    hint="call the function directly")
+        raise NoDerivativeError(
+            f"cannot differentiate call to external function '{name}': no definition and no "
+            "derivative rule", location=self.ctx.err_loc(inst),
+            hint=f"make the definition of '{name}' visible (same program / LTO), or register "
+                 f"a custom gradient (void *__enzyme_register_gradient_{name}[3] = "
+                 f"{{{name}, {name}_aug, {name}_rev}}), or mark it inactive "
+                 f"(__enzyme_inactivefn); see enzyme.h")
+
+    def _mem_kind(self, inst):
+        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
+        'zero' for a memset of zeros over anything else (the shadow is zeroed in both
+        sweeps)."""
+        from ..analysis.types import memory_kinds
+        kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []))
+        # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
+        # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
+        # floats dropped (the reverse of a store of constants drops them as well, so doing
+        # it already in the forward sweep changes nothing)
+        zeroing = _mem_intrinsic(inst.callee_name or "") == "memset" \
+            and isinstance(inst.args[1], ConstantInt) and inst.args[1].value == 0
+        if not kinds and zeroing:
+            return "zero"
+        if not kinds:
+            name = _mem_intrinsic(inst.callee_name or "")
+            raise ADError(f"{name} into memory that carries derivatives, but type analysis "
+                          "cannot tell what the memory holds (no typed access to it is "
+                          "visible)", location=self.ctx.err_loc(inst),
+                          hint="say what it holds before the copy: __enzyme_double(ptr, "
+                               "bytes) (or __enzyme_float/__enzyme_integer/__enzyme_pointer; "
+                               "see enzyme.h)")
+        if kinds == {"int"}:
+            return "int"
+        kinds.discard("int")
+        if kinds in ({"double"}, {"float"}, {"ptr"}):
+            return next(iter(kinds))
+        mem = _mem_intrinsic(inst.callee_name or "")
+        if kinds == {"double", "float"}:
+            if mem == "memset":
+                return "double"   # the shadow's bytes are zeroed whatever they hold
+            fields = self._float_fields(inst) if mem == "memcpy" else None
+            if fields is None:
+                raise ADError(f"{mem} over memory that mixes double and float values, and "
+                              "the layout of the bytes it moves is not visible (not a "
+                              "copy of whole fields of one struct or array type)",
+                              location=self.ctx.err_loc(inst),
+                              hint="copy the fields one by one, or assign the struct")
+            self.mem_fields = getattr(self, "mem_fields", {})
+            self.mem_fields[inst] = fields
+            return "fields"
+        if len(kinds) == 1:
+            raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
+                          location=self.ctx.err_loc(inst), hint="copy the values one by one")
+        if zeroing:
+            return "zero"    # fields of several types (a C++ object)
+        raise ADError("memcpy/memset over memory that mixes floating-point values and "
+                      "pointers is not supported yet", location=self.ctx.err_loc(inst),
+                      hint="copy the fields one by one")
+
+    def _float_fields(self, inst):
+        """A struct copy (memcpy of a constant size) by the declared layout of either
+        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields."""
+        from ..analysis.types import float_fields, tbaa_struct_fields
+        n = inst.args[2]
+        if not isinstance(n, ConstantInt):
+            return None
+        dl = self.ctx.module.datalayout
+        for p in inst.args[:2]:
+            got = float_fields(p, n.value, dl)
+            if got is not None:
+                return got
+        return tbaa_struct_fields(inst, n.value)
+

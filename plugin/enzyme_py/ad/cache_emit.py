@@ -1,0 +1,319 @@
+"""Reverse mode, the cache: where each value the reverse sweep reads back lives (the
+frame, a loop's buffer, a buffer hoisted before an outer loop or appended across
+its executions), the addresses of its slots in both sweeps, and the alias scopes
+that keep cache memory apart from the program's (the layout itself is ``cache.py``).
+Part of ``ReverseGen`` (``reverse.py``)."""
+
+from __future__ import annotations
+
+from ..errors import InternalError
+from ..ir import types as T
+from ..ir.instructions import (Alloca, Call, GEP, Load, Phi, Store)
+from ..ir.values import ConstantInt, ConstantNull, Undef, ZeroInit
+from .cache import appended_buffers, emit_trip_bound
+from .runtime import runtime_function
+from .reverse_common import (_MappedCount, _mem_intrinsic)
+
+
+class CacheEmission:
+    """Cache slots of ``ReverseGen``: planning, addressing, finishing both functions."""
+
+    def _def_point(self, v):
+        """The instruction before which a store of the forward value ``v`` goes."""
+        from ..ir.instructions import Invoke as _Invoke
+        if isinstance(v, _Invoke):
+            nd = v.normal_dest
+            return self.aug_setup_end.get(nd) or nd.first_non_phi
+        # At the end of the defining block rather than right after the definition: a
+        # store of a loop-carried phi before the value that feeds it next iteration
+        # keeps the loop vectoriser from treating the phi as a first-order recurrence.
+        blk = v.parent
+        term = blk.terminator
+        k = blk.index_of(term)
+        prev = blk.instructions[k - 1] if k > 0 else None
+        if not (isinstance(prev, Call) and prev.tail == "musttail"):
+            return term
+        if isinstance(v, Phi):
+            return self.aug_setup_end.get(blk) or blk.first_non_phi
+        return blk.instructions[blk.index_of(v) + 1]
+
+    def _aug_addr(self, slot):
+        e, lp = self.e, slot.level
+        if lp is None:
+            base = self.frame_aug
+        else:
+            rec = T.ArrayType(T.i8, self.cache.size[lp])
+            base = e.insert(GEP(rec, self.abuf[lp], [self.aiv[lp]]))
+        return e.gep_bytes(base, slot.offset) if slot.offset else base
+
+    def _rev_addr(self, slot):
+        e, lp = self.e, slot.level
+        if lp is None:
+            base = self.frame_rev
+        else:
+            rec = T.ArrayType(T.i8, self.cache.size[lp])
+            buf = e.load(T.ptr, self.rbuf[lp])
+            base = e.insert(GEP(rec, buf, [e.load(T.i64, self.rc[lp])]))
+        return e.gep_bytes(base, slot.offset) if slot.offset else base
+
+    def _plan_hoisted_buffers(self):
+        """{loop L: loop H}: L's per-iteration buffer is one allocation per execution of
+        H's preheader (H an ancestor of L), sized by the product of the trip-count
+        bounds of H and of the loops down to L, instead of one malloc per iteration of
+        L's parent.  H is the outermost ancestor at whose preheader all those bounds
+        can be computed (their operands are defined outside H)."""
+        loops = self.loops.loops
+        needs = {lp: self.cache.has_buffer(lp) for lp in loops}
+        for lp in sorted(loops, key=lambda x: -x.depth):   # a child's buffer pointer
+            if needs[lp] and lp.parent is not None:          # lives in its parent's record
+                needs[lp.parent] = True
+
+        def computable(lp, h):
+            tc = lp.count
+            if tc is None or tc.phi.type.width > 64:
+                return False
+            a, b, _ = tc.distance()
+            return all(not (v.is_instruction and v.parent in h.blocks) for v in (a, b))
+
+        plan = {}
+        for lp in loops:
+            if not needs[lp] or lp.count is None:
+                continue
+            chain, best, h = [lp], None, lp.parent
+            while h is not None and h.preheader is not None:
+                chain.append(h)
+                if not all(computable(x, h) for x in chain):
+                    break
+                best, h = h, h.parent
+            if best is not None:
+                plan[lp] = best
+        return plan
+
+    def _hoisted_buffer(self, lp, rec, state=None):
+        """Forward: allocate the buffer of ``lp`` (hoisted to ``H = self.hoist[lp]``) in
+        H's preheader, and return the pointer to the records of the current
+        execution of ``lp`` (computed in lp's preheader).  With ``state`` (an appended
+        buffer, ``cache.appended_buffers``) the allocation is a bump of that buffer, and
+        the result is (pointer, byte offset of the records in the buffer)."""
+        e, i64 = self.e, T.i64
+        h = self.hoist[lp]
+        chain = []
+        x = lp
+        while x is not h:
+            chain.append(x)
+            x = x.parent
+        chain.append(h)
+        chain.reverse()                                      # H, ..., lp
+        e.at_before(self.vmap[h.preheader].terminator)
+        bounds = [emit_trip_bound(e, _MappedCount(x.count, self.vmap)) for x in chain]
+        total = ConstantInt(i64, rec)
+        for nb in bounds:
+            total = e.binop("mul", total, nb)
+        if state is not None:
+            base = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                             [state, total, self.appended_hint[lp]])
+            big = e.load(T.ptr, state, 8)
+        else:
+            big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
+            bigslot = self.cache.slots[(("big", lp), h.parent)]
+            self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
+        e.at_before(self.vmap[lp.preheader].terminator)
+        lin = self.aiv[h]
+        for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
+            lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
+        off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
+        if state is not None:
+            off = e.binop("add", base, off)
+            return e.insert(GEP(T.i8, big, [off])), off
+        return e.insert(GEP(T.i8, big, [off]))
+
+    def _appended_buffer(self, lp, rec):
+        """Forward: the records of this execution of ``lp`` appended to the buffer that
+        every execution of it shares (``cache.appended_buffers``): (pointer, offset)."""
+        e, i64 = self.e, T.i64
+        st_ty = T.StructType([T.ptr, i64, i64])
+        state = Alloca(st_ty, align=8)
+        entry = self.aug.blocks[0]
+        entry.insert(0, Store(ZeroInit(st_ty), state, align=8))
+        entry.insert(0, state)
+        self.appended_state[lp] = state
+        self.appended_hint[lp] = self.ctx.module.add_global(
+            f"__enzyme_py_cache_hint.{self.ctx.fname(self.P)}", i64, ConstantInt(i64, 0),
+            linkage="internal", align=8)
+        if lp in self.hoist:
+            return self._hoisted_buffer(lp, rec, state)
+        e.at_before(self.vmap[lp.preheader].terminator)
+        n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+        off = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+                        [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
+        return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
+
+    def _finalize(self):
+        e, m = self.e, self.ctx.module
+        cache = self.cache
+        self.hoist = self._plan_hoisted_buffers()
+        self.appended = appended_buffers(self.loops.loops, self.hoist,
+                                         cache.needs_buffer(self.loops.loops))
+        self.appended_state, self.appended_hint = {}, {}
+        for lp, h in self.hoist.items():
+            if lp not in self.appended:
+                cache.slot(("big", lp), h.parent, T.ptr, None, special=True)
+        for lp in self.appended:
+            cache.slot(("grow", lp), None, T.ptr, None, special=True)
+        cache.assign_offsets(self.loops.loops, self.appended)
+        self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
+        i64 = T.i64
+        # -- reverse: entering a loop loads its buffer pointer; leaving frees it
+        for lp, blk in self.enter_points:
+            if cache.has_buffer(lp):
+                e.at_before(blk.terminator)
+                s = cache.slots[(("buf", lp), lp.parent)]
+                ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
+                self.cache_insts[ld] = s.level
+                self.placeholders.append((ld, s))
+                if lp in self.appended:     # an offset in the buffer whose address
+                    gs = cache.slots[(("grow", lp), None)]       # the frame keeps
+                    base = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    self.cache_insts[base] = None
+                    self.placeholders.append((base, gs))
+                    ld = e.insert(GEP(T.i8, base, [ld]))
+                e.store(ld, self.rbuf[lp])
+        free = e.declare("free", T.void, [T.ptr])
+        for lp, blk in self.leave_points:
+            if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
+                e.at_before(blk.terminator)
+                counted = lp.count is not None and lp.count.phi.type.width <= 64
+                e.call_fn(self._rt("__enzyme_py_cache_free") if counted else free,
+                          [e.load(T.ptr, self.rbuf[lp])])
+            for inner, h in self.hoist.items():
+                if h is lp and inner not in self.appended:
+                    e.at_before(blk.terminator)
+                    ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    bs = cache.slots[(("big", inner), h.parent)]
+                    self.cache_insts[ld] = bs.level
+                    self.placeholders.append((ld, bs))
+                    e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
+        # -- forward: the frame, the loop buffers, the stores
+        aug_entry = self.aug.blocks[0]
+        fsize = cache.size.get(None, 0)
+        self.frame_aug = None
+        if fsize:
+            self.frame_aug = Alloca(T.ArrayType(T.i8, fsize), align=16)
+            aug_entry.insert(0, self.frame_aug)
+        self.abuf = {}
+        self.aug_setup_end = {}
+        for lp in sorted(self.loops.loops, key=lambda x: x.depth):
+            if not cache.has_buffer(lp):
+                continue
+            rec = cache.size[lp]
+            bufslot = cache.slots[(("buf", lp), lp.parent)]
+            ph = self.vmap[lp.preheader]
+            hdr = self.vmap[lp.header]
+            n = None
+            if lp in self.appended:
+                self.abuf[lp], off = self._appended_buffer(lp, rec)
+                self.cache_insts[e.store(off, self._aug_addr(bufslot), 8)] = bufslot.level
+                continue
+            if lp in self.hoist:
+                self.abuf[lp] = self._hoisted_buffer(lp, rec)
+                self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
+                continue
+            if lp.count is not None:
+                e.at_before(ph.terminator)
+                n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+            if n is not None:
+                buf = e.call_fn(self._rt("__enzyme_py_cache_alloc"),
+                                [e.binop("mul", n, ConstantInt(i64, rec))])
+                self.abuf[lp] = buf
+                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
+            else:
+                # while loop: a buffer that grows (realloc) as the iterations go
+                st = Alloca(T.StructType([T.ptr, i64]), align=8)
+                aug_entry.insert(0, st)
+                e.at_before(ph.terminator)
+                e.store(ZeroInit(T.StructType([T.ptr, i64])), st, 8)
+                first = hdr.first_non_phi
+                e.at_before(first)
+                buf = e.call_fn(self._rt("__enzyme_py_cache_reserve"),
+                                [st, self.aiv[lp], ConstantInt(i64, rec)])
+                self.abuf[lp] = buf
+                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
+                # stores of the header's phis go after the buffer is known
+                self.aug_setup_end[hdr] = first
+        for slot in list(cache.slots.values()):
+            if slot.special:
+                continue
+            v = slot.aug_value
+            if not v.is_instruction:
+                raise InternalError("a cached value is not an instruction")
+            e.at_before(self._def_point(v))
+            self.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
+        # -- reverse: fill in the cache addresses
+        self.frame_rev = None
+        e.at_end(self.rentry)
+        if fsize:
+            pop = runtime_function(m, "__enzyme_py_tape_pop")
+            self.frame_rev = e.call_fn(pop, [self.tape_rev, ConstantInt(i64, fsize)])
+        for ld, slot in self.placeholders:
+            e.at_before(ld)
+            ld.set_operand(0, self._rev_addr(slot))
+        # -- reverse: appended buffers are freed when the reverse sweep returns
+        for lp in self.appended:
+            e.at_before(self.rret.terminator)
+            ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
+                               align=8))
+            self.cache_insts[ld] = None
+            e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
+        # -- forward: push the frame when returning
+        if fsize and self.exit is not None:
+            ret = self.vmap[self.exit].terminator
+            e.at_before(ret)
+            for lp, state in self.appended_state.items():  # appended buffers' addresses
+                gs = cache.slots[(("grow", lp), None)]
+                self.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
+            reserve = self._rt("__enzyme_py_tape_reserve")
+            p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+            self.cache_insts[e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
+                                                ConstantInt(T.i1, 0)])] = None
+        for b in self.cfg.rpo:
+            e.at_end(self.rpop[b])
+            e.br(self.rhead[b])
+            e.at_end(self.rhead[b])
+            e.br(self.rbody[b])
+        e.at_end(self.rentry)
+        if self.exit is None:
+            e.ret(Undef(self.out_type))
+        else:
+            e.br(self.rpop[self.exit])
+        self._tag_cache_accesses()
+
+    def _tag_cache_accesses(self):
+        """Cache loads/stores get the alias scope of their level's memory (the frame
+        and tape, or one loop's buffers) and are ``!noalias`` to the function's other
+        levels; every other load, store and memory intrinsic of the two functions is
+        ``!noalias`` to all of them (see ``Context.cache_scope``)."""
+        if not self.cache_insts:
+            return
+        ctx = self.ctx
+        levels = sorted(set(self.cache_insts.values()), key=lambda lp: -1 if lp is None
+                        else self.loops.loops.index(lp))
+        scope = {lp: ctx.cache_scope(None if lp is None else (self, lp)) for lp in levels}
+        every = [scope[lp] for lp in levels]
+        others = {lp: [scope[x] for x in levels if x is not lp] for lp in levels}
+        for fn in (self.aug, self.rev):
+            for blk in fn.blocks:
+                for inst in blk.instructions:
+                    if inst in self.cache_insts:
+                        lp = self.cache_insts[inst]
+                        inst.set_metadata("alias.scope", scope[lp])
+                        if others[lp]:
+                            inst.set_metadata("noalias", ctx.noalias_with_cache(
+                                inst.get_metadata("noalias"), others[lp]))
+                    elif isinstance(inst, (Load, Store)) or (
+                            isinstance(inst, Call) and _mem_intrinsic(inst.callee_name or "")
+                            and (inst.callee_name or "").startswith("llvm.")):
+                        inst.set_metadata("noalias", ctx.noalias_with_cache(
+                            inst.get_metadata("noalias"), every))
+
+
