@@ -586,3 +586,39 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_doubles_stored_into_part_of_a_larger_object(tmp_path, opt):
     run(tmp_path, PART_OF_OBJECT, opt)
+
+
+NULL_RESET = r"""
+/* a holder reset to NULL by a non-inlined setter (what libc++'s unique_ptr::reset
+   does): the null goes with its shadow, null, into memory that has a shadow */
+typedef struct { double *p; double scale; } Holder;
+__attribute__((noinline)) static void hold(Holder *h, double *q) { h->p = q; }
+double f(double *x, int n) {
+    Holder h;
+    h.p = 0;
+    h.scale = 2.0;
+    hold(&h, x);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += h.scale * h.p[i] * h.p[i];
+    hold(&h, NULL);
+    if (h.p == NULL) s += x[0];
+    return s;          /* sum 2 x_i^2 + x_0 */
+}
+int main(void) {
+    double x[3] = {0.5, -1.5, 2}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("rev dx", dx[i], 4 * x[i] + (i == 0));
+    for (int i = 0; i < 3; i++) {
+        double v[3] = {0};
+        v[i] = 1;
+        check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 3),
+              4 * x[i] + (i == 0));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_null_pointer_stored_by_a_callee_into_shadowed_memory(tmp_path, opt):
+    run(tmp_path, NULL_RESET, opt)

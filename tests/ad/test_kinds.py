@@ -181,3 +181,19 @@ def test_functions_writing_their_arguments_say_so(name):
                                   "calloc", "realloc", "_Znwm"])
 def test_allocation_families(name):
     assert call_effect(name).kind == "alloc"
+
+
+@pytest.mark.parametrize("name", [
+    "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev",           # libstdc++
+    "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv",
+    "_ZNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEED1Ev",  # libc++
+    "_ZNKSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE4findEcm"])
+def test_std_string_members_of_both_libraries_are_inactive(name):
+    # the ziglang clang builds C++ against libc++, Debian's clang against libstdc++;
+    # either library instantiates std::string's members out of line
+    assert call_effect(name).kind == "inactive"
+
+
+def test_strings_of_other_characters_are_not_taken_for_std_string():
+    assert call_effect("_ZNSt3__112basic_stringIdNS_11char_traitsIdEENS_9allocatorIdEEED1Ev") \
+        is None

@@ -303,7 +303,9 @@ class AugmentedForward:
         act = self.act
         kinds = []
         for a in inst.args:
-            if a.type.is_pointer and a in act.shadowed:
+            # a null pointer is passed with its shadow (null): the callee may store it
+            # into memory that has a shadow (libc++'s unique_ptr::reset(nullptr))
+            if a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull)):
                 kinds.append("dup")
             elif floatish(a.type) and a in act.active:
                 kinds.append("out")

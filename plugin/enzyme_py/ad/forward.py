@@ -567,8 +567,10 @@ class ForwardGen:
         act, e = self.act, self.e
         kinds = []
         for a in inst.args:
-            if (a.type.is_pointer and a in act.shadowed) or (floatish(a.type)
-                                                             and a in act.active):
+            # a null pointer is passed with its shadow (null): the callee may store it
+            # into memory that has a shadow (libc++'s unique_ptr::reset(nullptr))
+            if (a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull))) \
+                    or (floatish(a.type) and a in act.active):
                 kinds.append("dup")
             else:
                 kinds.append("const")

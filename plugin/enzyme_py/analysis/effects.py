@@ -404,13 +404,16 @@ def call_effect(name: str):
     return None
 
 
-# std::string and std::allocator<char> members that libstdc++ instantiates out of line
-# (extern templates): they touch only characters, sizes and the string's own pointers
+# std::string and std::allocator<char> members that libstdc++ and libc++ (the ziglang
+# clang's C++ library) instantiate out of line (extern templates): they touch only
+# characters, sizes and the string's own pointers
 _CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
                       "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
-                      "_ZNSaIcEC", "_ZNSaIcED")
-_CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++): "
-                                   "characters only")
+                      "_ZNSaIcEC", "_ZNSaIcED",
+                      "_ZNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE",
+                      "_ZNKSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE")
+_CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++, "
+                                   "libc++): characters only")
 
 
 _NOMEM = CallEffect("nomem", "intrinsic without effect on values or memory")
