@@ -16,7 +16,7 @@ from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, no_pointer_set_yet
-from .errors import ADError, NoDerivativeError, struct_return_error
+from .errors import ADError, NoDerivativeError, struct_return_error, unshadowed_store_error
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
@@ -280,16 +280,7 @@ class AugmentedForward:
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
         elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
-            origin = struct_return_origin(p)
-            if origin is not None:
-                raise struct_return_error(origin, self.ctx.err_loc(inst), stored=True)
-            raise ADError("an active value is stored into memory that has no shadow "
-                          "(an enzyme_const argument, or a global that gets no shadow "
-                          "global: one holding pointers or defined outside the program)",
-                          location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow; for a "
-                               "global holding pointers (a static node pool), allocate the "
-                               "nodes with malloc or keep them in a local array")
+            raise unshadowed_store_error(p, self.ctx.err_loc(inst))
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its

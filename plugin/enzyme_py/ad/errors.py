@@ -39,3 +39,17 @@ def struct_return_error(origin: str, location, stored: bool = False) -> ADError:
                    "integers, does)", location=location,
                    hint="return the pointer alone, or fill a struct passed by pointer, or "
                         "let the function be inlined")
+
+
+def unshadowed_store_error(p, location) -> ADError:
+    """An active value stored through ``p``, which has no shadow (both modes)."""
+    from ..analysis.activity import struct_return_origin
+    origin = struct_return_origin(p)
+    if origin is not None:
+        return struct_return_error(origin, location, stored=True)
+    return ADError("an active value is stored into memory that has no shadow (an "
+                   "enzyme_const argument, or a global that gets no shadow global: one "
+                   "holding pointers or defined outside the program)", location=location,
+                   hint="pass that memory with enzyme_dup and a shadow; for a global holding "
+                        "pointers (a static node pool), allocate the nodes with malloc or "
+                        "keep them in a local array")

@@ -34,7 +34,7 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
 from .emit import Emitter, copy_body, no_pointer_set_yet, zero
-from .errors import ADError, NoDerivativeError, struct_return_error
+from .errors import ADError, NoDerivativeError, struct_return_error, unshadowed_store_error
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, tangent
@@ -347,16 +347,7 @@ class ForwardGen:
             base = underlying_object(p)
             if base.is_global and base.name in self.ctx.registry.inactive_globals:
                 return
-            origin = struct_return_origin(p)
-            if origin is not None:
-                raise struct_return_error(origin, self.ctx.err_loc(inst), stored=True)
-            raise ADError("an active value is stored into memory that has no shadow "
-                          "(an enzyme_const argument, or a global that gets no shadow "
-                          "global: one holding pointers or defined outside the program)",
-                          location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow; for a "
-                               "global holding pointers (a static node pool), allocate the "
-                               "nodes with malloc or keep them in a local array")
+            raise unshadowed_store_error(p, self.ctx.err_loc(inst))
 
     def _atomic(self, inst, A):
         """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation
