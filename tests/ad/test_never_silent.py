@@ -103,6 +103,25 @@ def test_atomic_add_sub(tmp_path, opt):
 
 
 @pytest.mark.parametrize("opt", OPTS)
+@pytest.mark.parametrize("call", [
+    "__enzyme_autodiff((void *)f, enzyme_const, &acc, 2.0)",
+    "d = __enzyme_fwddiff_d((void *)f, enzyme_const, &acc, 2.0, 1.0)"], ids=["rev", "fwd"])
+def test_atomic_add_into_memory_without_shadow_is_an_error(tmp_path, opt, call):
+    err = build_error(tmp_path, r"""
+static __attribute__((noinline)) double f(double *acc, double x) {
+    __atomic_fetch_add(acc, x * x, __ATOMIC_RELAXED);
+    return *acc;
+}
+int main(void) {
+    double acc = 0, d = 0;
+    CALL;
+    printf("%g %g\n", acc, d);
+    return 0;
+}""".replace("CALL", call), opt)
+    assert "an active value is added into memory that has no shadow" in err, err
+
+
+@pytest.mark.parametrize("opt", OPTS)
 def test_atomic_exchange_of_double_bits_is_an_error(tmp_path, opt):
     # clang exchanges a double's bits as an i64: no rule, and no silent zero
     err = build_error(tmp_path, r"""

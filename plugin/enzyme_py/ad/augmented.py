@@ -16,7 +16,8 @@ from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, no_pointer_set_yet
-from .errors import ADError, NoDerivativeError, struct_return_error, unshadowed_store_error
+from .errors import (ADError, NoDerivativeError, struct_return_error, unshadowed_atomic_error,
+                     unshadowed_store_error)
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
@@ -307,10 +308,7 @@ class AugmentedForward:
     def _aug_atomic(self, inst):
         p, v = inst.operands
         if p not in self.act.shadowed and v in self.act.active:
-            raise ADError("an active value is added into memory that has no shadow (a "
-                          "global, or an enzyme_const argument)",
-                          location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow")
+            raise unshadowed_atomic_error(self.ctx.err_loc(inst))
 
     def _aug_call(self, inst, A):
         act = self.act

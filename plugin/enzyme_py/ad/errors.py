@@ -53,3 +53,10 @@ def unshadowed_store_error(p, location) -> ADError:
                    hint="pass that memory with enzyme_dup and a shadow; for a global holding "
                         "pointers (a static node pool), allocate the nodes with malloc or "
                         "keep them in a local array")
+
+
+def unshadowed_atomic_error(location) -> ADError:
+    """An active value added atomically into memory that has no shadow (both modes)."""
+    return ADError("an active value is added into memory that has no shadow (a global, or "
+                   "an enzyme_const argument)", location=location,
+                   hint="pass that memory with enzyme_dup and a shadow")

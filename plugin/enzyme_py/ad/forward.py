@@ -34,7 +34,8 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
 from .emit import Emitter, copy_body, no_pointer_set_yet, zero
-from .errors import ADError, NoDerivativeError, struct_return_error, unshadowed_store_error
+from .errors import (ADError, NoDerivativeError, struct_return_error, unshadowed_atomic_error,
+                     unshadowed_store_error)
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, tangent
@@ -365,10 +366,7 @@ class ForwardGen:
             if inst in act.active:
                 self.tan[inst] = lanes
         elif v in act.active:
-            raise ADError("an active value is added into memory that has no shadow (a "
-                          "global, or an enzyme_const argument)",
-                          location=self.ctx.err_loc(inst),
-                          hint="pass that memory with enzyme_dup and a shadow")
+            raise unshadowed_atomic_error(self.ctx.err_loc(inst))
 
     def _memset0(self, p, n):
         e = self.e
