@@ -6,7 +6,7 @@ Part of ``ReverseGen`` (``reverse.py``)."""
 from __future__ import annotations
 
 from ..analysis.globals import shadow_constant
-from ..analysis.activity import floatish, pointer_aggregate, struct_return_origin
+from ..analysis.activity import floatish, pointer_aggregate
 from ..analysis.effects import call_effect
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, ExtractValue, GEP,
@@ -16,8 +16,8 @@ from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, no_pointer_set_yet
-from .errors import (ADError, NoDerivativeError, struct_return_error, unshadowed_atomic_error,
-                     unshadowed_store_error)
+from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
+                     unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
@@ -242,11 +242,7 @@ class AugmentedForward:
                 S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
                               [written(e, None, eff.size, args, A)])
         else:
-            origin = struct_return_origin(inst)
-            if origin is not None:
-                raise struct_return_error(origin, self.ctx.err_loc(inst))
-            raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
-                          location=self.ctx.err_loc(inst))
+            raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
         self.sh_aug[inst] = S
 
     def _aug_store(self, inst, A):

@@ -60,3 +60,13 @@ def unshadowed_atomic_error(location) -> ADError:
     return ADError("an active value is added into memory that has no shadow (a global, or "
                    "an enzyme_const argument)", location=location,
                    hint="pass that memory with enzyme_dup and a shadow")
+
+
+def no_shadow_rule_error(inst, location) -> ADError:
+    """An instruction producing a pointer (or a struct holding one) whose shadow neither
+    generator knows how to build."""
+    from ..analysis.activity import struct_return_origin
+    origin = struct_return_origin(inst)
+    if origin is not None:
+        return struct_return_error(origin, location)
+    return ADError(f"no shadow rule for '{inst.opcode}' producing a pointer", location=location)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from ..analysis.globals import shadow_constant
 from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
-                                 struct_return_origin,
                                  underlying_object)
 from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
@@ -34,8 +33,8 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
 from .emit import Emitter, copy_body, no_pointer_set_yet, zero
-from .errors import (ADError, NoDerivativeError, struct_return_error, unshadowed_atomic_error,
-                     unshadowed_store_error)
+from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
+                     unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, tangent
@@ -284,11 +283,7 @@ class ForwardGen:
                 self.sh[inst] = [e.insertvalue(x, y, inst.indices)
                                  for x, y in zip(self.S(inst.operand(0), inst), vals)]
             else:
-                origin = struct_return_origin(inst)
-                if origin is not None:
-                    raise struct_return_error(origin, self.ctx.err_loc(inst))
-                raise ADError(f"no shadow rule for '{inst.opcode}' producing a pointer",
-                              location=self.ctx.err_loc(inst))
+                raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
             return
         if inst not in act.active:
             return
