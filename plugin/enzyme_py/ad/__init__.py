@@ -26,6 +26,7 @@ import re
 import time
 
 from ..ir.instructions import Call
+from ..analysis.effects import call_effect, libm_base
 
 __all__ = ["transform_module", "check_options", "OPTIONS"]
 
@@ -49,6 +50,27 @@ def _callees(fn, registry):
             o = outlined_of(inst)   # the body of an OpenMP parallel region
             if o is not None and not o.is_declaration:
                 yield o
+
+
+def _math_calls_touch_no_memory(copies) -> None:
+    """In the private copies: calls of libm functions that write no memory but
+    ``errno`` (``exp``, ``log``, ``pow``...) get ``memory(none)``, as Enzyme's
+    preprocessing marks them, so that LLVM may keep loads across them: a loop bound read
+    from a global (``for (k = 0; k < K; k++)`` around ``exp``) is loaded once and the
+    loop is counted instead of cached as a while loop.  Not when any copy reads
+    ``errno`` (directly or through ``perror``: the calls' order against that read must
+    stay), nor for ``lgamma``, which sets ``signgam``."""
+    calls = [i for fn in copies for i in fn.instructions() if isinstance(i, Call)]
+    if any(c.callee_name in ("__errno_location", "perror") for c in calls):
+        return
+    for c in calls:
+        name = c.callee_name or ""
+        eff = call_effect(name)
+        if eff is None or eff.kind != "math" or eff.writes or name.startswith("llvm.") \
+                or libm_base(name) == "lgamma":
+            continue
+        if "memory(" not in c.fn_attrs:
+            c.fn_attrs = f"{c.fn_attrs} memory(none)".strip()
 
 
 def _strip_fn_attrs(module, fn, cache):
@@ -204,6 +226,7 @@ def _round(module, options, log) -> None:
         _strip_fn_attrs(module, c, attr_cache)
         c.fn_attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", c.fn_attrs or "").strip()
         clones[f] = c
+    _math_calls_touch_no_memory(list(clones.values()))
     for c in clones.values():
         for inst in c.instructions():
             if isinstance(inst, Call):
