@@ -151,6 +151,7 @@ class CacheEmission:
     def _finalize(self):
         e, m = self.e, self.ctx.module
         cache = self.cache
+        self.cache_calls = set()   # calls that touch only cache memory (frees of buffers)
         self.hoist = self._plan_hoisted_buffers()
         self.appended = appended_buffers(self.loops.loops, self.hoist,
                                          cache.needs_buffer(self.loops.loops))
@@ -183,8 +184,8 @@ class CacheEmission:
             if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
                 e.at_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
-                e.call_fn(self._rt("__enzyme_py_cache_free") if counted else free,
-                          [e.load(T.ptr, self.rbuf[lp])])
+                self.cache_calls.add(e.call_fn(self._rt("__enzyme_py_cache_free") if counted
+                                               else free, [e.load(T.ptr, self.rbuf[lp])]))
             for inner, h in self.hoist.items():
                 if h is lp and inner not in self.appended:
                     e.at_before(blk.terminator)

@@ -19,7 +19,9 @@ scheduling calls themselves need no reverse (``__kmpc_for_static_init_*`` /
 guided schedules replay exactly).  Generated code running on several threads (the
 outlined function and everything it calls) adds adjoints into memory it does not
 own (anything but its own allocas) with ``atomicrmw fadd``, so threads whose
-iterations read the same element (a stencil) do not lose updates.  Barriers
+iterations read the same element (a stencil) do not lose updates; in the reverse of
+the region's body those additions are first combined per thread in a small table and
+reach memory as one atomic addition per address and flush (``combine.py``).  Barriers
 reverse to barriers.  Lock sections (``critical``, ``omp_set_lock``..``unset``, the
 reductions below) draw a ticket from the team in the forward sweep, and the reverse
 sweep reverses them one at a time in the reverse order of their tickets: the adjoint
@@ -310,6 +312,7 @@ def aug_call(gen, inst, A) -> bool:
     outlined = _check_outlined(gen, inst)
     kinds = _fork_kinds(gen, inst)
     g = gen.ctx.get(outlined, kinds, False, parallel=True)
+    g.region_root = True   # its reverse combines adjoint additions per thread (combine.py)
     aug_w, _ = _wrappers(gen, g, kinds)
     e.at_before(A)
     cap = e.call_fn(e.declare("omp_get_max_threads", T.i32, []), [])

@@ -40,6 +40,7 @@ from .rules import libm_rule, reduction_rule
 from .adjoint import AdjointSweep
 from .augmented import AugmentedForward
 from .cache_emit import CacheEmission
+from .combine import combine_adjoint_adds
 
 _STRIP_ATTRS = ("optnone", "noinline", "readnone", "readonly", "writeonly", "argmemonly",
                 "inaccessiblememonly", "inaccessiblemem_or_argmemonly", "speculatable",
@@ -216,6 +217,7 @@ class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
         self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
         self.stable_args = stable_args
         self.parallel = False
+        self.region_root = False   # the body of an OpenMP parallel region (openmp.py)
         m = ctx.module
         aug_params, rev_params = [], []
         for a, k in zip(primal.args, kinds):
@@ -257,6 +259,9 @@ class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
         self._build_aug()
         self._build_rev()
         self._finalize()
+        if self.region_root:   # the body of a parallel region: see combine.py
+            combine_adjoint_adds(self.ctx.module, self.rev,
+                                 lambda i: i in self.cache_insts or i in self.cache_calls)
 
     def _analyse_cfg(self):
         P = self.P
