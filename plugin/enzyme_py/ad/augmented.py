@@ -15,7 +15,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, no_pointer_set_yet
+from .emit import copy_body, no_pointer_set_yet, passes_shadow
 from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -291,9 +291,7 @@ class AugmentedForward:
         act = self.act
         kinds = []
         for a in inst.args:
-            # a null pointer is passed with its shadow (null): the callee may store it
-            # into memory that has a shadow (libc++'s unique_ptr::reset(nullptr))
-            if a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull)):
+            if passes_shadow(a, act):
                 kinds.append("dup")
             elif floatish(a.type) and a in act.active:
                 kinds.append("out")

@@ -278,3 +278,10 @@ def no_pointer_set_yet(v) -> bool:
             return False
         v = v.operand(0)
     return False
+
+
+def passes_shadow(a, act) -> bool:
+    """Whether the pointer argument ``a`` of a call to a defined function goes with a
+    shadow (kind "dup"): it has one, or it is null, whose shadow is null (the callee
+    may store it into memory that has a shadow: libc++'s ``unique_ptr::reset(nullptr)``)."""
+    return a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull))

@@ -32,7 +32,7 @@ from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, 
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
-from .emit import Emitter, copy_body, no_pointer_set_yet, zero
+from .emit import Emitter, copy_body, no_pointer_set_yet, passes_shadow, zero
 from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -551,10 +551,7 @@ class ForwardGen:
         act, e = self.act, self.e
         kinds = []
         for a in inst.args:
-            # a null pointer is passed with its shadow (null): the callee may store it
-            # into memory that has a shadow (libc++'s unique_ptr::reset(nullptr))
-            if (a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull))) \
-                    or (floatish(a.type) and a in act.active):
+            if passes_shadow(a, act) or (floatish(a.type) and a in act.active):
                 kinds.append("dup")
             else:
                 kinds.append("const")
