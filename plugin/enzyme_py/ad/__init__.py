@@ -296,6 +296,10 @@ def _round(module, options, log) -> None:
     ctx.run()
     t3 = time.perf_counter()
     replaced: dict = {}
+    combined: dict = {}
+    for s, g in plans:
+        if s.mode == "reverse":
+            combined[id(g)] = combined.get(id(g), 0) + 1
     for s, g in plans:
         refresh(s, replaced)
         call = s.call
@@ -305,7 +309,7 @@ def _round(module, options, log) -> None:
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":
-            lower_site(s, g, module)
+            lower_site(s, g, module, sites=combined[id(g)])
         elif s.mode == "batch":
             from .vector import lower_batch
             lower_batch(s, module)

@@ -8,6 +8,7 @@ the global's name (before any optimisation could fold the load).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..analysis.activity import floatish
@@ -30,6 +31,8 @@ MARKERS = {"enzyme_dup", "enzyme_dupnoneed", "enzyme_const", "enzyme_out", "enzy
            "enzyme_nofree", "enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
            "enzyme_active_return", "enzyme_dup_return", "enzyme_scalar", "enzyme_vector"}
 BATCH_MARKERS = {"enzyme_scalar", "enzyme_vector"}    # __enzyme_batch only
+INLINE_TAPE_MAX = 16384   # bytes: a combined sweep's fixed-size tape up to this is a local
+INLINE_SWEEPS_MAX = 8000  # instructions: both sweeps times their call sites, inlined up to this
 RETURN_MARKERS = {"enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
                   "enzyme_active_return", "enzyme_dup_return"}
 
@@ -452,14 +455,41 @@ def _finish(site, result):
             m.erase()
 
 
-def lower_site(site: AutodiffSite, gen, module) -> None:
+def _inline_sweeps(gen, sites: int) -> None:
+    """Mark both sweeps ``alwaysinline`` when their code, once per call site, stays
+    within :data:`INLINE_SWEEPS_MAX` instructions: inlined next to each other, the values
+    the reverse sweep reads from the (local) tape are the forward sweep's registers."""
+    fns = (gen.aug, gen.rev)
+    if any(re.search(r"(?<![\"\w])(noinline|optnone)(?![\"\w])", f.fn_attrs or "")
+           for f in fns):
+        return
+    size = sum(1 for f in fns for _ in f.instructions())
+    if size * sites > INLINE_SWEEPS_MAX:
+        return
+    for f in fns:
+        if not re.search(r"(?<![\"\w])alwaysinline(?![\"\w])", f.fn_attrs or ""):
+            f.fn_attrs = f"alwaysinline {f.fn_attrs or ''}".strip()
+
+
+def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:
     """Replace the call by: tape, augmented forward, reverse (seed 1.0), free tape, and
     the derivatives packed the way the call's prototype returns them (then the primal
-    result with ``enzyme_primal_return``)."""
+    result with ``enzyme_primal_return``).  ``sites``: how many call sites lower
+    ``gen`` this way (the inlining budget is shared)."""
+    from .split import HEADER, static_tape_bytes   # split builds on this module
     call = site.call
     loc = location(call)
     e = Emitter(module).at_before(call)
-    tape = Alloca(TAPE_TYPE, align=8)
+    # A tape whose size is known at compile time (no pushes in loops or recursion) lives
+    # in the caller's frame, right after its header: no malloc/free per gradient, and
+    # once the two sweeps are inlined the frame's stores and loads fold away.
+    nbytes = static_tape_bytes(gen.aug)
+    on_stack = nbytes is not None and nbytes <= INLINE_TAPE_MAX
+    if on_stack:
+        tape = Alloca(T.ArrayType(T.i8, HEADER + nbytes), align=16)
+        _inline_sweeps(gen, sites)
+    else:
+        tape = Alloca(TAPE_TYPE, align=8)
     call.function.entry_block.insert(0, tape)
     fn = site.fn
     W = site.width
@@ -467,7 +497,12 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
     primal = None
     for k in range(W):
         # vector mode (enzyme_width): one combined sweep per lane (see ad/vector.py)
-        e.store(ZeroInit(TAPE_TYPE), tape, 8)
+        if on_stack:
+            e.store(e.gep_bytes(tape, HEADER), tape, 8)
+            e.store(ConstantInt(T.i64, 0), e.gep_bytes(tape, 8), 8)
+            e.store(ConstantInt(T.i64, nbytes), e.gep_bytes(tape, 16), 8)
+        else:
+            e.store(ZeroInit(TAPE_TYPE), tape, 8)
         args = _args_for(e, site, None, loc, lane=k if W > 1 else None)
         p = e.call_fn(guarded(module, gen.aug, site.fn.name), args + [tape])
         if gen.ret_shadow:
@@ -477,9 +512,9 @@ def lower_site(site: AutodiffSite, gen, module) -> None:
         if gen.ret_active:
             rargs.append(ConstantFP(fn.return_type, 1.0))
         res = e.call_fn(guarded(module, gen.rev, site.fn.name), rargs + [tape])
-        data = e.load(T.ptr, tape, 8)
-        free = e.declare("free", T.void, [T.ptr])
-        e.call_fn(free, [data])
+        if not on_stack:
+            free = e.declare("free", T.void, [T.ptr])
+            e.call_fn(free, [e.load(T.ptr, tape, 8)])
         lanes.append([e.extractvalue(res, [j]) for j in range(len(gen.out_args))])
     # each active argument's W derivatives together: struct { double da[W]; double db[W]; }
     outs = [lanes[k][j] for j in range(len(gen.out_args)) for k in range(W)]
