@@ -32,8 +32,10 @@ BINARY = {
              lambda e, x, r, d: e.neg(d)),
     "fmul": (lambda e, x, r, d: e.mul(d, x[1]),
              lambda e, x, r, d: e.mul(d, x[0])),
+    # r = a / b: da = d / b, db = -(d / b) * r -- one division that both adjoints share
+    # (the same fdiv, merged by CSE), not two
     "fdiv": (lambda e, x, r, d: e.div(d, x[1]),
-             lambda e, x, r, d: e.neg(e.div(e.mul(d, r), x[1]))),
+             lambda e, x, r, d: e.neg(e.mul(e.div(d, x[1]), r))),
     "frem": (lambda e, x, r, d: d,
              lambda e, x, r, d: e.neg(e.mul(d, e.call("trunc", e.div(x[0], x[1]))))),
 }
