@@ -43,6 +43,9 @@ wheel (pip install intel-openmp); -v names the runtime in use.  Derivatives
 go through parallel regions, worksharing loops, reductions, critical, atomic,
 barrier, single/master and locks (reverse and forward mode); tasks, ordered,
 copyprivate and teams are compile errors.
+Differentiation happens when linking (objects from -c carry their bitcode):
+-S and -emit-llvm give clang's output before differentiation; -save-temps
+keeps the differentiated IR of a linked program.
 
 EnzymePy options:
   -v                   print each stage's command and timing
