@@ -239,6 +239,15 @@ def emit_object(mod, level: int = 2, cpu: str = "", features: str = "") -> bytes
         raise LLVMError(f"code generation failed: {e}") from None
 
 
+def emit_assembly(mod, level: int = 2, cpu: str = "", features: str = "") -> str:
+    """``mod`` as native assembly text (what ``clang -S`` writes)."""
+    tm = _target_machine(cpu=cpu, features=features, level=level, triple=mod.triple)
+    try:
+        return tm.emit_assembly(mod)
+    except RuntimeError as e:
+        raise LLVMError(f"code generation failed: {e}") from None
+
+
 class Jit:
     """JIT-compile a module for tests.
 

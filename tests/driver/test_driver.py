@@ -20,31 +20,8 @@ import pytest
 from clangs import other_clangs
 
 from enzyme_py.driver import bitcode, elf
-from enzyme_py.driver.clang import find_clang
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not on PATH: install EnzymePy first (pip install .)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def ecc() -> str:
-    return _tool("enzyme-cc")
-
-
-@pytest.fixture(scope="session")
-def ecxx() -> str:
-    return _tool("enzyme-c++")
-
-
-@pytest.fixture(scope="session")
-def clang():
-    return find_clang()
 
 
 def run(cmd, cwd, ok=True, env=None, **kw) -> subprocess.CompletedProcess:

@@ -18,14 +18,6 @@ import pytest
 OK = "#include <stdio.h>\nint main(void) { puts(\"ok\"); return 0; }\n"
 
 
-@pytest.fixture(scope="session")
-def ecc() -> str:
-    path = shutil.which("enzyme-cc")
-    if path is None:
-        pytest.fail("enzyme-cc is not on PATH: install EnzymePy first (pip install .)")
-    return path
-
-
 @pytest.fixture
 def work(tmp_path):
     """A build directory with ok.c, and a private TMPDIR (checked empty at the end)."""

@@ -128,6 +128,17 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         found = find_sites(module)
     _define_markers(module)
     strip_type_hints(module)
+    _drop_entry_declarations(module)
+
+
+def _drop_entry_declarations(module) -> None:
+    """The entry points' declarations, unused once every call is lowered (they stayed
+    in ``-S -emit-llvm`` output at -O0)."""
+    from .callsite import ENTRY_PREFIXES, entry_name
+    for fn in list(module.functions):
+        if fn.is_declaration and not fn.uses and \
+                entry_name(fn.name).startswith(tuple(ENTRY_PREFIXES)):
+            fn.erase()
 
 
 def _ready(module, registry):

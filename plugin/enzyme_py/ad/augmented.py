@@ -16,8 +16,8 @@ from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, no_pointer_set_yet, passes_shadow
-from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
-                     unshadowed_atomic_error, unshadowed_store_error)
+from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
+                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
@@ -433,7 +433,7 @@ class AugmentedForward:
             raise NoDerivativeError("indirect call with active arguments cannot be "
                                     "differentiated", location=self.ctx.err_loc(inst),
                                     hint="call the function directly")
-        raise NoDerivativeError(
+        raise MissingDefinitionError(
             f"cannot differentiate call to external function '{name}': no definition and no "
             "derivative rule", location=self.ctx.err_loc(inst),
             hint=f"make the definition of '{name}' visible (same program / LTO), or register "

@@ -18,7 +18,7 @@ from ..ir.instructions import Alloca
 from ..ir.values import ConstantFP, ConstantInt, ZeroInit
 from .runtime import TAPE_TYPE
 from .emit import Emitter
-from .errors import CallSiteError
+from .errors import CallSiteError, MissingDefinitionError
 from .unwind import guarded
 
 ENTRY_PREFIXES = {"__enzyme_autodiff": "reverse", "__enzyme_fwddiff": "forward",
@@ -165,7 +165,7 @@ def parse_site(call, mode) -> AutodiffSite:
         raise CallSiteError(f"{name}: the first argument must be a function known at compile "
                             "time", location=loc, hint="pass the function itself, e.g. (void*)f")
     if target.is_declaration:
-        raise CallSiteError(f"{name}: the body of '{target.name}' is not available",
+        raise MissingDefinitionError(f"{name}: the body of '{target.name}' is not available",
                             location=loc, hint="compile its definition with enzyme-cc too")
     site = AutodiffSite(call, mode, target, sret)
     forward = mode == "forward"

@@ -17,6 +17,11 @@ class NoDerivativeError(ADError):
     """An active instruction or call with no derivative rule and no definition."""
 
 
+class MissingDefinitionError(NoDerivativeError):
+    """Code to differentiate whose definition is not in the module (a function passed
+    to an entry point, or an active call to one without a rule)."""
+
+
 def inst_location(inst, names=None) -> str:
     loc = inst.debug_loc if inst.parent is not None else None
     fn = inst.function

@@ -33,8 +33,8 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
 from .emit import Emitter, copy_body, no_pointer_set_yet, passes_shadow, zero
-from .errors import (ADError, NoDerivativeError, no_shadow_rule_error, struct_return_error,
-                     unshadowed_atomic_error, unshadowed_store_error)
+from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
+                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, tangent
@@ -493,7 +493,7 @@ class ForwardGen:
                 "forward mode needs a forward one", location=self.ctx.err_loc(inst),
                 hint=f"register void *__enzyme_register_derivative_{orig}[2] = "
                      f"{{(void*){orig}, (void*){orig}_fwd}};")
-        raise NoDerivativeError(
+        raise MissingDefinitionError(
             f"cannot differentiate call to external function '{name}': no definition and no "
             "derivative rule", location=self.ctx.err_loc(inst),
             hint=f"make the definition of '{name}' visible (same program / LTO), register a "

@@ -4,7 +4,8 @@ Compile steps go to clang (bitcode); the link step merges the bitcode of every
 input — sources, ``enzyme-cc -c`` objects, and the members of static archives
 that define still-undefined symbols — runs EnzymePy's pipeline on the merged
 module, and links the resulting native object with the remaining native
-inputs through the clang driver.
+inputs through the clang driver.  ``-S`` / ``-emit-llvm`` of sources that call the
+entry points run the same pipeline on each unit alone and write its assembly or IR.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ from . import archive, bitcode
 from .args import Args, Input, parse_args
 from .clang import Clang, find_clang
 from .openmp import OpenMP, find_openmp, is_openmp_flag, requested
-from .pipeline import PipelineConfig, build_object
+from ..ad.errors import MissingDefinitionError
+from .pipeline import PipelineConfig, build_object, build_output
+
+# source languages whose -S / -emit-llvm output enzyme-cc makes itself (after the AD)
+_TRANSLATED = ("c", "c++", "cpp-output", "c++-cpp-output")
 
 USAGE = """\
 usage: {prog} [options] file...
@@ -43,9 +48,11 @@ wheel (pip install intel-openmp); -v names the runtime in use.  Derivatives
 go through parallel regions, worksharing loops, reductions, critical, atomic,
 barrier, single/master and locks (reverse and forward mode); tasks, ordered,
 copyprivate and teams are compile errors.
-Differentiation happens when linking (objects from -c carry their bitcode):
--S and -emit-llvm give clang's output before differentiation; -save-temps
-keeps the differentiated IR of a linked program.
+Differentiation happens when linking (objects from -c carry their bitcode).
+-S, -S -emit-llvm and -c -emit-llvm of a file that calls the entry points
+write that file differentiated on its own and optimised (assembly, IR text,
+bitcode of llvmlite's LLVM), as Enzyme's clang plugin does; without such
+calls they are clang's output.  -save-temps keeps a linked program's IR.
 
 EnzymePy options:
   -v                   print each stage's command and timing
@@ -188,7 +195,8 @@ class Driver:
             print(f"clang: {self.clang.describe()}")
             print(f"LLVM (llvmlite): {llvm.llvm_version()}")
             return 0
-        if a.mode in ("passthrough", "asm") or a.emit_llvm or not a.inputs:
+        translate = self.translates()
+        if not translate and (a.mode in ("passthrough", "asm") or a.emit_llvm or not a.inputs):
             if not a.inputs and not a.passthrough:
                 raise UsageError("no input files")
             return self.passthrough()
@@ -199,6 +207,8 @@ class Driver:
             raise FileError.of("cannot create a temporary directory in",
                                tempfile.gettempdir(), e) from None
         try:
+            if translate:
+                return self.translate()
             if a.mode == "compile":
                 self.compile_only()
             else:
@@ -208,6 +218,57 @@ class Driver:
                 self.log(f"temporary files kept in {self.tmp}")
             else:
                 shutil.rmtree(self.tmp, ignore_errors=True)
+        return 0
+
+    def translates(self) -> bool:
+        """``-S`` (assembly), ``-S -emit-llvm`` (IR text) or ``-c -emit-llvm`` (bitcode)
+        of C/C++ sources: when a unit calls Enzyme's entry points, each unit is
+        differentiated on its own, as Enzyme's clang plugin does, and the output is that
+        of the differentiated, optimised unit (IR of llvmlite's LLVM); otherwise clang
+        writes it, as without enzyme-cc."""
+        a = self.args
+        if not a.inputs or not (a.mode == "asm" or (a.mode == "compile" and a.emit_llvm)):
+            return False
+        return all(i.lang in _TRANSLATED for i in a.inputs)
+
+    def translate(self) -> int:
+        a = self.args
+        assert self.tmp is not None
+        if a.output and a.output != "-" and len(a.inputs) > 1:
+            raise UsageError("cannot specify -o when generating multiple output files")
+        kind = ("ll" if a.mode == "asm" else "bc") if a.emit_llvm else "s"
+        units = []
+        for n, src in enumerate(a.inputs):
+            out = a.output or os.path.splitext(os.path.basename(src.path))[0] + "." + kind
+            bc = os.path.join(self.tmp, f"{n}.bc")
+            self.compile_source(src, bc, bitcode_only=True, dep_target=out)
+            units.append((src, out, _read(bc)))
+        if not any(b"__enzyme_" in data for _, _, data in units):
+            return self.passthrough()
+        for src, out, data in units:
+            cfg = PipelineConfig(
+                level=a.opt_level[0] if a.opt else 2,
+                cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
+                else "",
+                enzyme=a.enzyme, verbose=a.verbose,
+                save_prefix=out if a.save_temps and out != "-" else None)
+            try:
+                result = build_output([(src.path, data)], cfg, kind)
+            except MissingDefinitionError as e:
+                e.hint = ((e.hint + "; ") if e.hint else "") + (
+                    "with -S or -emit-llvm each file is differentiated on its own: link the "
+                    "program with enzyme-cc instead (-save-temps keeps the differentiated IR)")
+                raise
+            if out == "-":
+                sys.stdout.buffer.write(result)
+                sys.stdout.flush()
+                continue
+            with atomic_output(out) as tmp_out:
+                try:
+                    with open(tmp_out, "wb") as fh:
+                        fh.write(result)
+                except OSError as e:
+                    raise FileError.of("cannot write output file", out, e) from None
         return 0
 
     def passthrough(self) -> int:
