@@ -136,8 +136,9 @@ def _drop_entry_declarations(module) -> None:
     in ``-S -emit-llvm`` output at -O0)."""
     from .callsite import ENTRY_PREFIXES, entry_name
     for fn in list(module.functions):
-        if fn.is_declaration and not fn.uses and \
-                entry_name(fn.name).startswith(tuple(ENTRY_PREFIXES)):
+        # the name first: asking a lazily parsed function whether it has a body parses it
+        if entry_name(fn.name).startswith(tuple(ENTRY_PREFIXES)) and not fn.uses \
+                and fn.is_declaration:
             fn.erase()
 
 
