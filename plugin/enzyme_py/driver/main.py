@@ -220,6 +220,16 @@ class Driver:
                 shutil.rmtree(self.tmp, ignore_errors=True)
         return 0
 
+    def pipeline_config(self, out: str) -> PipelineConfig:
+        """The link-time pipeline's settings for the output ``out``."""
+        a = self.args
+        return PipelineConfig(
+            level=a.opt_level[0] if a.opt else 2,
+            cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
+            else "",
+            enzyme=a.enzyme, verbose=a.verbose,
+            save_prefix=out if a.save_temps and out != "-" else None)
+
     def translates(self) -> bool:
         """``-S`` (assembly), ``-S -emit-llvm`` (IR text) or ``-c -emit-llvm`` (bitcode)
         of C/C++ sources: when a unit calls Enzyme's entry points, each unit is
@@ -246,14 +256,8 @@ class Driver:
         if not any(b"__enzyme_" in data for _, _, data in units):
             return self.passthrough()
         for src, out, data in units:
-            cfg = PipelineConfig(
-                level=a.opt_level[0] if a.opt else 2,
-                cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
-                else "",
-                enzyme=a.enzyme, verbose=a.verbose,
-                save_prefix=out if a.save_temps and out != "-" else None)
             try:
-                result = build_output([(src.path, data)], cfg, kind)
+                result = build_output([(src.path, data)], self.pipeline_config(out), kind)
             except MissingDefinitionError as e:
                 e.hint = ((e.hint + "; ") if e.hint else "") + (
                     "with -S or -emit-llvm each file is differentiated on its own: link the "
@@ -449,13 +453,7 @@ class Driver:
                     merged_slot = len(final)
         if modules:
             modules += self.pull_archive_members(modules, archives)
-            cfg = PipelineConfig(
-                level=a.opt_level[0] if a.opt else 2,
-                cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
-                else "",
-                enzyme=a.enzyme, verbose=a.verbose,
-                save_prefix=out if a.save_temps else None)
-            obj = build_object(modules, cfg)
+            obj = build_object(modules, self.pipeline_config(out))
             merged = os.path.join(self.tmp, "enzyme-merged.o")
             try:
                 with open(merged, "wb") as fh:

@@ -83,38 +83,32 @@ def _mentions_enzyme(mod) -> bool:
 def build_object(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig) -> bytes:
     """Link the bitcode modules, run our pipeline on the result and return a
     native object."""
-    mod, _ = optimized_module(bitcodes, cfg, emit=True)
-    return mod
+    return _build(bitcodes, cfg, "codegen", lambda mod: llvm.emit_object(
+        structors.lower_module(mod), level=cfg.level, cpu=cfg.cpu, features=cfg.features))
 
 
 def build_output(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig, kind: str) -> bytes:
     """``-S`` / ``-emit-llvm`` of one unit: its differentiated and optimised module as
     assembly (``kind`` "s"), IR text ("ll") or bitcode ("bc")."""
-    mod, _ = optimized_module(bitcodes, cfg, emit=False)
-    t0 = time.perf_counter()
     if kind == "s":
-        mod = structors.lower_module(mod)
-        out = llvm.emit_assembly(mod, level=cfg.level, cpu=cfg.cpu,
-                                 features=cfg.features).encode()
-    elif kind == "ll":
-        out = llvm.to_text(mod).encode()
-    else:
-        out = llvm.to_bitcode(mod)
-    _log(cfg, f"{kind} output {time.perf_counter() - t0:.3f}s")
-    return out
+        return _build(bitcodes, cfg, "codegen", lambda mod: llvm.emit_assembly(
+            structors.lower_module(mod), level=cfg.level, cpu=cfg.cpu,
+            features=cfg.features).encode())
+    if kind == "ll":
+        return _build(bitcodes, cfg, "output", lambda mod: llvm.to_text(mod).encode())
+    return _build(bitcodes, cfg, "output", llvm.to_bitcode)
 
 
-def optimized_module(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig, emit: bool):
-    """(the linked, differentiated, optimised module -- or its native object when
-    ``emit`` --, whether the AD pass had anything to do)."""
+def _build(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig, last: str, finish) -> bytes:
+    """Link, differentiate, optimise, then ``finish(module)`` (the stage ``-v`` calls
+    ``last``)."""
     t0 = time.perf_counter()
     context = llvm.new_context()  # linked modules must share one
     modules = [llvm.parse_bitcode(data, what, context) for what, data in bitcodes]
     merged = llvm.link(modules)
     _log(cfg, f"llvmlite link of {len(bitcodes)} module(s): "
               + ", ".join(what for what, _ in bitcodes))
-    differentiated = _mentions_enzyme(merged)
-    if differentiated:
+    if _mentions_enzyme(merged):
         text = llvm.to_text(merged)
         _save(cfg, "merged.ll", text)
         t1 = time.perf_counter()
@@ -142,13 +136,8 @@ def optimized_module(bitcodes: list[tuple[str, bytes]], cfg: PipelineConfig, emi
     opts = llvm.PipelineOptions(level=cfg.level)
     llvm.optimize(mod, opts)
     t3 = time.perf_counter()
-    if not emit:
-        _log(cfg, f"link+print {t1 - t0:.3f}s, EnzymePy {t2 - t1:.3f}s, "
-                  f"llvmlite -O{cfg.level} {t3 - t2:.3f}s")
-        return mod, differentiated
-    mod = structors.lower_module(mod)
-    obj = llvm.emit_object(mod, level=cfg.level, cpu=cfg.cpu, features=cfg.features)
+    out = finish(mod)
     t4 = time.perf_counter()
     _log(cfg, f"link+print {t1 - t0:.3f}s, EnzymePy {t2 - t1:.3f}s, "
-              f"llvmlite -O{cfg.level} {t3 - t2:.3f}s, codegen {t4 - t3:.3f}s")
-    return obj, differentiated
+              f"llvmlite -O{cfg.level} {t3 - t2:.3f}s, {last} {t4 - t3:.3f}s")
+    return out
