@@ -48,7 +48,7 @@ from helpers import enzyme_cc  # noqa: E402
 N = 4
 FEATURES = ("loop", "nested", "while", "branch", "call", "recursion", "malloc", "overwrite",
             "memcpy", "memmove", "realloc", "atomic", "struct", "union", "float", "libm",
-            "wrapper", "fptr", "global", "records", "bufret")
+            "wrapper", "fptr", "global", "records", "bufret", "dead")
 
 HEADER = r"""#include <math.h>
 #include <stdio.h>
@@ -155,7 +155,7 @@ class Gen:
         kinds = ["assign", "acc"] * 3
         for f in ("loop", "nested", "while", "branch", "malloc", "overwrite", "memcpy",
                   "memmove", "realloc", "atomic", "struct", "union", "float", "wrapper",
-                  "fptr", "global", "records", "bufret"):
+                  "fptr", "global", "records", "bufret", "dead"):
             if f in self.enabled:
                 kinds.append(f)
         k = r.choice(kinds)
@@ -327,6 +327,27 @@ class Gen:
             return (f"{pad}{{ Buf bb = buf_map(a, {N});\n"
                     f"{pad}  for (int q = 0; q < {N}; q++) a[q] = 0.5 * a[q] + 0.5 * "
                     f"bb.data[(q + {r.randint(0, 3)}) % {N}];\n{pad}  free(bb.data); }}")
+        if k == "dead":
+            # computed from active values, but only compared, printed or converted to an
+            # integer: backward activity drops them (and a local array written with
+            # active values that nothing differentiable reads loses its shadow)
+            self.features.add("dead")
+            self.helpers.append(
+                "static int quiet_sink;\n"
+                "static __attribute__((noinline)) double relax(double *a, int n) {\n"
+                "  double e = 0;\n"
+                "  for (int i = 0; i < n; i++) { double nv = 0.5 * (a[i] + a[(i + 1) % n]);\n"
+                "    e += fabs(nv - a[i]) / (1.0 + fabs(nv)); a[i] = nv; }\n"
+                "  return e; }")
+            c = self.name("chk")
+            if r.random() < 0.5:
+                return (f"{pad}{{ double {c}[{N}]; int big = 0;\n"
+                        f"{pad}  for (int q = 0; q < {N}; q++) {c}[q] = "
+                        f"fabs(a[q] - {self.bounded(['q'])});\n"
+                        f"{pad}  for (int q = 0; q < {N}; q++) big += {c}[q] > 1e3;\n"
+                        f"{pad}  quiet_sink += (int)({c}[0] * 0.0) + big; }}")
+            return (f"{pad}{{ double err = relax(a, {N});\n"
+                    f"{pad}  if (err > 1e6) printf(\"diverged %g\\n\", err); }}")
         raise AssertionError(k)
 
     def function(self):

@@ -140,8 +140,119 @@ def test_activity_follows_pointers_kept_in_locals():
     act = Activity(fn, ["dup", "const"])
     v = {i.name: i for i in fn.instructions() if i.name}
     assert act.has_shadow(v["x.addr"]) and act.has_shadow(v["xp"]) and act.is_active(v["xv"])
-    assert act.has_shadow(v["acc"])                  # holds a double
+    assert not act.has_shadow(v["acc"])     # holds a double, but nothing reads it
     for name in ("feat.addr", "goal", "fp", "gp", "c", "i"):
         assert not act.has_shadow(v[name]), name
     for name in ("fv", "gv", "cv"):
         assert not act.is_active(v[name]), name
+
+
+PRUNE_IR = """
+@fmt = private constant [4 x i8] c"%g\\0A\\00"
+
+declare double @llvm.fabs.f64(double)
+declare i32 @printf(ptr, ...)
+
+define double @step(ptr %x, i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %err = phi double [ 0.0, %entry ], [ %err1, %loop ]
+  %p = getelementptr double, ptr %x, i32 %i
+  %v = load double, ptr %p
+  %nv = fmul double %v, %v
+  store double %nv, ptr %p
+  %d = fsub double %nv, %v
+  %a = call double @llvm.fabs.f64(double %d)
+  %err1 = fadd double %err, %a
+  %i1 = add i32 %i, 1
+  %c = icmp slt i32 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  %big = fcmp ogt double %err1, 1.0
+  %shown = call i32 (ptr, ...) @printf(ptr @fmt, double %err1)
+  %k = fptosi double %err1 to i32
+  %only = fmul double %v, 3.0
+  %cmp2 = fcmp olt double %only, 0.0
+  ret double %err1
+}
+"""
+
+
+def test_activity_up_reasoning_drops_what_reaches_no_output():
+    """Backward reasoning: the error estimate reaches the return value only, so when the
+    caller does not ask for the return's derivative, it and everything feeding only it
+    (through fabs, a phi cycle, printf, a comparison, a conversion) is inactive; the
+    values stored into shadowed memory stay active either way."""
+    fn = parse_module(PRUNE_IR).get_function("step")
+    v = {i.name: i for i in fn.instructions() if i.name}
+    act = Activity(fn, ["dup", "const"], ret_active=False)
+    assert act.is_active(v["v"]) and act.is_active(v["nv"])
+    for name in ("d", "a", "err", "err1", "only"):
+        assert not act.is_active(v[name]), name
+    assert str(act).splitlines() == [
+        "entry:",
+        "loop: p v nv  (reach no output: err d a err1)",
+        "exit:  (reach no output: only)",
+    ]
+    kept = Activity(fn, ["dup", "const"])      # the return's derivative is wanted
+    for name in ("v", "nv", "d", "a", "err", "err1"):
+        assert kept.is_active(v[name]), name
+    assert not kept.is_active(v["only"]) and kept.pruned == {v["only"]}
+
+
+LOCALS_PRUNE_IR = """
+declare ptr @malloc(i64)
+declare void @free(ptr)
+
+define double @g(ptr %x, double %a) {
+entry:
+  %err = alloca double
+  %t = alloca double
+  %log = call ptr @malloc(i64 16)
+  %log1 = getelementptr double, ptr %log, i64 1
+  %keep = call ptr @malloc(i64 8)
+  store double 0.0, ptr %err
+  %v = load double, ptr %x
+  %m = fmul double %v, %a
+  store double %m, ptr %t
+  store double %m, ptr %x
+  %e0 = load double, ptr %err
+  %d = fsub double %m, %v
+  %e1 = fadd double %e0, %d
+  store double %e1, ptr %err
+  %e2 = load double, ptr %err
+  %small = fcmp olt double %e2, 1.0e-6
+  store double %m, ptr %log1
+  %lv = load double, ptr %log1
+  %neg = fcmp olt double %lv, 0.0
+  call void @free(ptr %log)
+  store double %m, ptr %keep
+  %kv = load double, ptr %keep
+  store double %kv, ptr %x
+  call void @free(ptr %keep)
+  %tv = load double, ptr %t
+  ret double %tv
+}
+"""
+
+
+def test_activity_up_reasoning_drops_shadows_of_locals_nothing_reads():
+    """-O0 keeps every variable in an alloca: a local whose loaded values reach no
+    output needs no shadow, and a store of an active value into it is not an output
+    (``m`` stays active through its store into ``x``); the same for a block the
+    function allocates and frees (``log``), not for one whose value is read back into
+    ``x`` (``keep``)."""
+    fn = parse_module(LOCALS_PRUNE_IR).get_function("g")
+    v = {i.name: i for i in fn.instructions() if i.name}
+    act = Activity(fn, ["dup", "out"], ret_active=False)
+    assert act.is_active(v["v"]) and act.is_active(v["m"])
+    assert not act.has_shadow(v["err"]) and not act.has_shadow(v["t"])
+    assert not act.has_shadow(v["log"]) and act.has_shadow(v["keep"])
+    assert act.unshadowed_locals == {v["err"], v["t"], v["log"], v["log1"]}
+    assert str(act) == "entry: keep v m kv  (reach no output: e0 d e1 e2 lv tv)"
+    kept = Activity(fn, ["dup", "out"])        # t's value is returned
+    assert kept.has_shadow(v["t"]) and kept.is_active(v["tv"])
+    assert not kept.has_shadow(v["err"])
+    assert kept.unshadowed_locals == {v["err"], v["log"], v["log1"]}

@@ -337,6 +337,9 @@ def _round(module, options, log) -> None:
     log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "
         f"instructions differentiated in {dt:.3f}s ({n / dt if dt else 0:.0f} inst/s); "
         f"total {time.perf_counter() - t0:.3f}s")
+    if ctx.stats["dropped"] or ctx.stats["locals"]:
+        log(f"AD: backward activity: {ctx.stats['dropped']} active value(s) reach no output "
+            f"(no derivative code), {ctx.stats['locals']} local(s)/block(s) need no shadow")
 
 
 def _shadow_globals(module, functions, registry) -> dict:

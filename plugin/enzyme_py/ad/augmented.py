@@ -276,7 +276,8 @@ class AugmentedForward:
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
-        elif v in self.act.active and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
+        elif v in self.act.active and p not in self.act.unshadowed_locals \
+                and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
 
     def _int_by_layout(self, load):

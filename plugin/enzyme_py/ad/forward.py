@@ -102,6 +102,8 @@ class ForwardGen:
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1
+        rstats["dropped"] += len(self.act.pruned)
+        rstats["locals"] += len(self.act.locals_without_shadow)
         self.e = Emitter(self.ctx.module)
         vmap, self.tan, self.sh = {}, {}, {}
         i = 0
@@ -339,7 +341,7 @@ class ForwardGen:
                 return
             for x, s in zip(vals, self.S(p, inst)):
                 e.store(x, s, inst.align)
-        elif v in act.active:
+        elif v in act.active and p not in act.unshadowed_locals:
             base = underlying_object(p)
             if base.is_global and base.name in self.ctx.registry.inactive_globals:
                 return

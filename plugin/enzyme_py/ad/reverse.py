@@ -59,7 +59,7 @@ class Context:
         self.queue: list = []
         self.log = log or (lambda s: None)
         self._attr_groups: dict = {}
-        self.stats = {"instructions": 0, "functions": 0}
+        self.stats = {"instructions": 0, "functions": 0, "dropped": 0, "locals": 0}
         self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
         self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
         self.returns_unified: set = set()  # functions unify_returns has made single-exit
@@ -250,11 +250,14 @@ class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
         self._analyse_cfg()
         hooks = self.ctx.hooks
         self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
-                            shadow_globals=self.ctx.shadow_globals)
+                            shadow_globals=self.ctx.shadow_globals,
+                            ret_active=self.ret_active)
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         self.ctx.stats["functions"] += 1
+        self.ctx.stats["dropped"] += len(self.act.pruned)
+        self.ctx.stats["locals"] += len(self.act.locals_without_shadow)
         self.e = Emitter(self.ctx.module)
         self._build_aug()
         self._build_rev()

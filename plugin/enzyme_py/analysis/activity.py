@@ -15,18 +15,35 @@ return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
 What calls do comes from the call-effects table (``effects.py``).
 Every instruction kind is classified (atomics: active through their memory and
 value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
-generators refuse).  There is no backward ("up") pruning: an active value that cannot reach the
-return value or shadowed memory stays active, and the reverse sweep propagates
-its adjoint, which stays zero.  That costs work, never correctness.
+generators refuse).
 
-The result is read-only; ``str(result)`` lists the active values per block.
+Backward ("up") reasoning then keeps only the values whose derivative can matter:
+a floating-point value stays active if it reaches an *output* through
+floating-point arithmetic (binary and unary operators, casts, phis, selects,
+aggregate and vector element operations, calls of pure math functions): a store
+(into any memory), an argument of any other call, an atomic operation, or the
+return value when the caller asks for its derivative (``ret_active``).  A value
+whose only uses are comparisons, conversions to integers or other values that
+reach no output -- a convergence test ``fabs(x1 - x0) < tol``, an error estimate
+the caller only compares -- is dropped from ``active``: the generators emit no
+derivative code for it and cache nothing for its rule.  Memory the same way: a
+local variable that holds no pointers and whose address goes nowhere but loads and
+stores here (the allocas of -O0 code) needs a shadow only if a value loaded from it
+reaches an output; a store into it is an output only then.  Such locals lose their
+shadow (``unshadowed_locals``: the generators store active values into them without
+complaint).  Function arguments stay as the caller declared them; other memory keeps
+its shadow.
+
+The result is read-only; ``str(result)`` lists the active values per block and
+the ones backward reasoning dropped.
 """
 
 from __future__ import annotations
 
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractElement,
                                ExtractValue, GEP, InsertElement, InsertValue, Load, Phi, Ret,
-                               Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg)
+                               Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg,
+                               FCmp, ICmp)
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
@@ -86,7 +103,8 @@ class Activity:
     """``kinds[i]`` for argument i: ``"const"``, ``"dup"`` (pointer with shadow) or
     ``"out"`` (active by-value float)."""
 
-    def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=()):
+    def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=(),
+                 ret_active=True):
         self.fn = fn
         self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
@@ -127,6 +145,65 @@ class Activity:
                 elif kind == "shadow":
                     self.shadowed.add(i)
                     changed = True
+        # values active by forward reasoning whose derivative reaches no output
+        self.pruned: set = self._prune(insts, ret_active)
+        self.active -= self.pruned
+
+    def _prune(self, insts, ret_active) -> set:
+        """The active instructions from which no output is reachable (module
+        docstring), and the local variables and blocks whose shadow nothing needs: a
+        local (alloca) or a block this function allocates that holds no pointers and is
+        used only here (loads, stores; ``free``) needs a shadow only if a value loaded
+        from it reaches an output.  Assume none does; take back the ones with such a
+        load; repeat until nothing changes."""
+        quiet = {}
+        for a in [a for a, st in self.slots.items() if not st.ptrs] + [
+                i for i in insts if isinstance(i, Call) and _fresh_block(i)]:
+            if a in self.shadowed:
+                derived = _derived_pointers(a)
+                if derived is not None:
+                    quiet[a] = derived
+        while True:
+            inner = set().union(*quiet.values())
+            useful = self._useful(insts, ret_active, inner)
+            needed = [a for a, ps in quiet.items()
+                      if any(isinstance(u, Load) and u in useful for p in ps for u in p.users)]
+            if not needed:
+                break
+            for a in needed:
+                del quiet[a]
+        self.unshadowed_locals = frozenset(inner)   # and the pointers derived from them
+        self.locals_without_shadow = list(quiet)
+        self.shadowed -= inner
+        return {i for i in insts if i in self.active and i not in useful}
+
+    def _useful(self, insts, ret_active, quiet) -> set:
+        """The active values from which an output is reachable; stores into ``quiet``
+        (pointers into locals assumed to need no shadow) are not outputs."""
+        useful: set = set()
+        work = []
+
+        def mark(v):
+            if v in self.active and v not in useful:
+                useful.add(v)
+                work.append(v)
+
+        for i in insts:
+            if _role(i, self.inactive_fns) != "output" \
+                    or isinstance(i, Ret) and not ret_active \
+                    or isinstance(i, Store) and i.operand(1) in quiet:
+                continue
+            for o in i.operands:
+                mark(o)
+        while work:
+            v = work.pop()
+            if isinstance(v, Phi):
+                for x, _ in v.incoming:
+                    mark(x)
+            elif v.is_instruction and _role(v, self.inactive_fns) == "transform":
+                for o in v.operands:
+                    mark(o)
+        return useful
 
     def _any_active(self, ops):
         return any(o in self.active for o in ops)
@@ -288,8 +365,42 @@ class Activity:
         for b in self.fn.blocks:
             names = [i.name or i.opcode for i in b.instructions
                      if i in self.active or i in self.shadowed]
-            out.append(f"{b.name}: {' '.join(names)}")
+            dropped = [i.name or i.opcode for i in b.instructions if i in self.pruned]
+            line = " ".join([f"{b.name}:"] + names)
+            if dropped:
+                line += f"  (reach no output: {' '.join(dropped)})"
+            out.append(line)
         return "\n".join(out)
+
+
+_VALUE_OPS = (BinaryOp, UnaryOp, Cast, Select, Phi, ExtractValue, InsertValue,
+              ExtractElement, InsertElement, ShuffleVector, Freeze, FCmp, ICmp)
+
+
+# calls through which no derivative flows from their arguments (call-effects kinds)
+_NO_DERIVATIVE_ARGS = ("inactive", "writes", "nomem", "typehint")
+
+
+def _role(i, inactive_fns) -> str:
+    """What instruction ``i`` does with the derivatives of its operands:
+    ``"transform"`` -- it only computes its result from them (arithmetic, casts,
+    phis, math library calls without a second result written through a pointer):
+    they matter only if its result's does; ``"none"`` -- none flows through
+    (calls the call-effects table or the user declares inactive: ``printf`` of an
+    error estimate); ``"output"`` -- anything else (stores, other calls, atomics,
+    the return value): they may matter."""
+    if isinstance(i, _VALUE_OPS):
+        return "transform"
+    if isinstance(i, Call):
+        name = i.callee_name or ""
+        if name in inactive_fns:
+            return "none"
+        eff = call_effect(name)
+        if eff is not None and eff.kind == "math" and not eff.writes:
+            return "transform"
+        if eff is not None and eff.kind in _NO_DERIVATIVE_ARGS:
+            return "none"
+    return "output"
 
 
 def struct_return_origin(p):
@@ -302,6 +413,45 @@ def struct_return_origin(p):
         if c is not None and not c.is_declaration:
             return c.name.removesuffix(".enzyme")
     return None
+
+
+def _fresh_block(call) -> bool:
+    """Whether ``call`` allocates a new block and returns it (``malloc``, ``calloc``,
+    ``new``; not ``realloc``, not ``posix_memalign``)."""
+    eff = call_effect(call.callee_name or "")
+    return eff is not None and eff.kind == "alloc" and eff.out is None and eff.frees is None
+
+
+def _derived_pointers(a):
+    """``a`` and the pointers derived from it by GEPs and casts, when every other use of
+    them loads or stores a value without pointers, or is a lifetime/debug marker or
+    ``free``; else None (passed to a call: a parallel region or a callee may read it;
+    stored somewhere: it escapes)."""
+    out, work = set(), [a]
+    while work:
+        v = work.pop()
+        if v in out:
+            continue
+        out.add(v)
+        for u in v.uses:
+            user = u.user
+            if getattr(user, "is_debug_use", False):
+                continue
+            if isinstance(user, Load) or isinstance(user, Store) and u.index == 1:
+                if has_pointer(user.type if isinstance(user, Load)
+                               else user.operand(0).type):
+                    return None
+            elif isinstance(user, (GEP, Cast)) and u.index == 0:
+                if not user.type.is_pointer:
+                    return None
+                work.append(user)
+            elif isinstance(user, Call) and ((user.callee_name or "").startswith(
+                    ("llvm.lifetime.", "llvm.dbg.")) or u.index == 0
+                    and (user.callee_name or "") in FREE_NAMES):
+                continue
+            else:
+                return None
+    return out
 
 
 def _alloca_may_hold_float(a) -> bool:
