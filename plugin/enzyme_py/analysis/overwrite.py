@@ -41,8 +41,7 @@ The result is read-only; ``str(result)`` lists each load with its verdict and re
 
 from __future__ import annotations
 
-import re
-
+from ..ir.attributes import Attributes, resolved
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Select, Store, VAArg)
 from ..ir.values import Argument, ConstantInt
@@ -111,24 +110,17 @@ def underlying_objects(p, dl, limit=64):
     return out
 
 
-def _attr_text(module, text):
-    """Expand ``#N`` attribute-group references in ``text``."""
-    if not text:
-        return ""
-    groups = getattr(module, "attribute_groups", {}) if module is not None else {}
-    return re.sub(r"#(\d+)", lambda m: groups.get(m.group(1), ""), text)
-
-
-def _memory_writes(text):
-    """From function attributes: None (no write), 'args' (argument memory only) or
-    'all'.  Returns 'all' when nothing is said."""
-    if re.search(r"(?<![\w\"])(readnone|readonly)(?![\w\"])", text):
+def _memory_writes(attrs):
+    """From function attributes (an ``Attributes``, groups resolved): None (no write),
+    'args' (argument memory only) or 'all'.  Returns 'all' when nothing is said; of
+    several ``memory(...)``, the first (the call site's before the callee's)."""
+    if attrs.has("readnone") or attrs.has("readonly"):
         return None
-    m = re.search(r"\bmemory\(([^)]*)\)", text)
-    if not m:
+    effects = attrs.arg("memory")
+    if effects is None:
         return "all"
     writes = set()
-    for part in m.group(1).split(","):
+    for part in effects.split(","):
         part = part.strip()
         if ":" in part:
             kind, eff = (x.strip() for x in part.split(":", 1))
@@ -172,10 +164,10 @@ def call_writes(call, module=None, pure=None):
                                                         "llvm.experimental.")):
         return None  # other intrinsics (min/max, reductions, ...) do not write memory
     fn = call.called_function
-    text = _attr_text(module, call.fn_attrs)
+    attrs = resolved(module, call.fn_attrs)
     if fn is not None:
-        text += " " + _attr_text(module, fn.fn_attrs)
-    w = _memory_writes(text)
+        attrs |= resolved(module, fn.fn_attrs)
+    w = _memory_writes(attrs)
     if w is None:
         return None
     if fn is not None and not fn.is_declaration:
@@ -243,8 +235,8 @@ def _callee_writes_at(call, module, pure, busy, depth):
 
 
 def _noalias(a, extra=frozenset()):
-    return isinstance(a, Argument) and (a.index in extra or re.search(
-        r"\bnoalias\b", a.attrs or "") is not None)
+    return isinstance(a, Argument) and (a.index in extra
+                                         or Attributes.parse(a.attrs).has("noalias"))
 
 
 def _may_alias(lo, lsize, wo, wsize, noalias=frozenset()):

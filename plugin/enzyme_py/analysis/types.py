@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from ..ir.attributes import Attributes
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
 from ..ir.values import Argument
@@ -214,8 +215,8 @@ def holds_only_integers(p) -> bool:
     if not kinds or kinds & {"double", "float", "float-other"}:
         return False
     if isinstance(p, Argument):
-        m = re.search(r"\bdereferenceable\((\d+)\)", p.attrs or "")
-        return m is not None and int(m.group(1)) < 8
+        n = Attributes.parse(p.attrs).arg("dereferenceable")
+        return n is not None and n.isdigit() and int(n) < 8
     return False
 
 
