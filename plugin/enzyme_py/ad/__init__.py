@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 
+from ..ir.attributes import Attributes, stripped
 from ..ir.instructions import Call
 from ..analysis.effects import call_effect, libm_base
 
@@ -69,23 +70,16 @@ def _math_calls_touch_no_memory(copies) -> None:
         if eff is None or eff.kind != "math" or eff.writes or name.startswith("llvm.") \
                 or libm_base(name) == "lgamma":
             continue
-        if "memory(" not in c.fn_attrs:
-            c.fn_attrs = f"{c.fn_attrs} memory(none)".strip()
+        attrs = Attributes.parse(c.fn_attrs)
+        if not attrs.has("memory"):
+            c.fn_attrs = str(attrs.with_("memory(none)"))
 
 
-def _strip_fn_attrs(module, fn, cache):
-    m = re.search(r"#(\d+)", fn.fn_attrs or "")
-    if not m:
-        fn.fn_attrs = re.sub(r"\b(optnone|noinline)\b", "", fn.fn_attrs or "")
-        return
-    key = m.group(1)
-    if key not in cache:
-        text = module.attribute_groups.get(key, "{ }")
-        new = re.sub(r"(?<![\"\w])(optnone|noinline)(?![\"\w])", "", text)
-        n = max((int(k) for k in module.attribute_groups if k.isdigit()), default=-1) + 1
-        module.attribute_groups[str(n)] = new
-        cache[key] = str(n)
-    fn.fn_attrs = fn.fn_attrs.replace(f"#{key}", f"#{cache[key]}")
+def _strip_fn_attrs(module, fn) -> None:
+    """A private copy may be optimised and inlined: no ``optnone``/``noinline``, inline
+    or in its attribute group (which is replaced by a copy without them), and no
+    ``comdat`` (it is internal)."""
+    fn.fn_attrs = str(stripped(module, fn.fn_attrs, "optnone", "noinline").without("comdat"))
 
 
 def _swap_module(module, new):
@@ -224,7 +218,6 @@ def _round(module, options, log) -> None:
         closure.append(f)
         work.extend(_callees(f, registry))
     clones = {}
-    attr_cache: dict = {}
     from .dispatch import has_rule, rule_wrapper
     for f in closure:
         if has_rule(f):     # a libm function an indirect call may reach
@@ -235,8 +228,7 @@ def _round(module, options, log) -> None:
         c.prefix = re.sub(r"\b(dso_local|hidden|protected|default|dllexport)\b", "",
                           c.prefix).strip()
         c.prefix = ("internal " + c.prefix.replace("internal", "")).strip()
-        _strip_fn_attrs(module, c, attr_cache)
-        c.fn_attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", c.fn_attrs or "").strip()
+        _strip_fn_attrs(module, c)
         clones[f] = c
     _math_calls_touch_no_memory(list(clones.values()))
     for c in clones.values():
@@ -450,7 +442,7 @@ def _slim_round_trip(module, run) -> str:
         params = [f"{a.type} {a.attrs}".strip() for a in fn.args]
         if ft.varargs:
             params.append("...")
-        attrs = re.sub(r"\bcomdat(\(\$[^)]*\))?", "", fn.fn_attrs or "")
+        attrs = Attributes.parse(fn.fn_attrs).without("comdat")
         return (f"declare {prefix + ' ' if prefix else ''}{ft.ret} @{fn.name}"
                 f"({', '.join(params)}) {attrs}").rstrip()
 

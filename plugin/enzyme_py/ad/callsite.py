@@ -8,11 +8,11 @@ the global's name (before any optimisation could fold the load).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..analysis.activity import floatish
 from ..ir import types as T
+from ..ir.attributes import Attributes
 from ..ir.instructions import Call, Cast, Load, Invoke
 from ..ir.instructions import Alloca
 from ..ir.values import ConstantFP, ConstantInt, ZeroInit
@@ -152,7 +152,7 @@ def parse_site(call, mode) -> AutodiffSite:
     args = call.args
     sret = None
     i = 0
-    if call.arg_attrs and "sret" in (call.arg_attrs[0] or ""):
+    if call.arg_attrs and Attributes.parse(call.arg_attrs[0]).has("sret"):
         sret = args[0]
         i = 1
     if i >= len(args):
@@ -460,15 +460,14 @@ def _inline_sweeps(gen, sites: int) -> None:
     within :data:`INLINE_SWEEPS_MAX` instructions: inlined next to each other, the values
     the reverse sweep reads from the (local) tape are the forward sweep's registers."""
     fns = (gen.aug, gen.rev)
-    if any(re.search(r"(?<![\"\w])(noinline|optnone)(?![\"\w])", f.fn_attrs or "")
-           for f in fns):
+    attrs = [Attributes.parse(f.fn_attrs) for f in fns]
+    if any(a.has("noinline") or a.has("optnone") for a in attrs):
         return
     size = sum(1 for f in fns for _ in f.instructions())
     if size * sites > INLINE_SWEEPS_MAX:
         return
-    for f in fns:
-        if not re.search(r"(?<![\"\w])alwaysinline(?![\"\w])", f.fn_attrs or ""):
-            f.fn_attrs = f"alwaysinline {f.fn_attrs or ''}".strip()
+    for f, a in zip(fns, attrs):
+        f.fn_attrs = str(a.with_("alwaysinline"))
 
 
 def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:

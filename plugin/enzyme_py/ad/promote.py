@@ -15,8 +15,7 @@ global optimisation, so ``load @enzyme_dup`` is never folded to a constant.
 
 from __future__ import annotations
 
-import re
-
+from ..ir.attributes import Attributes, resolved, stripped
 from ..ir.instructions import Call, Cast, Invoke, Load
 
 __all__ = ["promote_call_sites"]
@@ -24,7 +23,7 @@ __all__ = ["promote_call_sites"]
 
 def _target(call):
     args = call.args
-    i = 1 if call.arg_attrs and "sret" in (call.arg_attrs[0] or "") else 0
+    i = 1 if call.arg_attrs and Attributes.parse(call.arg_attrs[0]).has("sret") else 0
     if i >= len(args):
         return None
     t = args[i]
@@ -46,27 +45,8 @@ def _unresolved(call) -> bool:
     return False
 
 
-def _attrs(module, fn) -> str:
-    text = fn.fn_attrs or ""
-    return re.sub(r"#(\d+)", lambda m: module.attribute_groups.get(m.group(1), ""), text)
-
-
-def _strip_optnone(module, fn, cache) -> None:
-    """Drop ``optnone`` (kept: ``noinline``) from ``fn``'s attributes."""
-    pat = r"(?<![\"\w])optnone(?![\"\w])"
-    fn.fn_attrs = re.sub(pat, "", fn.fn_attrs or "")
-    m = re.search(r"#(\d+)", fn.fn_attrs)
-    if not m:
-        return
-    key = m.group(1)
-    text = module.attribute_groups.get(key, "{ }")
-    if not re.search(pat, text):
-        return
-    if key not in cache:
-        n = max((int(k) for k in module.attribute_groups if k.isdigit()), default=-1) + 1
-        module.attribute_groups[str(n)] = re.sub(pat, "", text)
-        cache[key] = str(n)
-    fn.fn_attrs = fn.fn_attrs.replace(f"#{key}", f"#{cache[key]}")
+def _always_inline(module, fn) -> bool:
+    return resolved(module, fn.fn_attrs).has("alwaysinline")
 
 
 def promote_call_sites(module, found, log=lambda s: None) -> bool:
@@ -83,13 +63,13 @@ def promote_call_sites(module, found, log=lambda s: None) -> bool:
         if f is None or f in fns:
             continue
         fns.append(f)
-        if re.search(r"(?<![\"\w])alwaysinline(?![\"\w])", _attrs(module, f)):
+        if _always_inline(module, f):
             work.extend(u.user.function for u in f.uses if isinstance(u.user, (Call, Invoke)))
     if not fns:
         return False
-    cache: dict = {}
     for f in fns:
-        _strip_optnone(module, f, cache)
+        # drop optnone (kept: noinline), inline or through a copy of its group
+        f.fn_attrs = str(stripped(module, f.fn_attrs, "optnone"))
     # the always-inliner needs the bodies of the always_inline functions they call
     work = list(fns)
     seen: set = set()
@@ -101,8 +81,7 @@ def promote_call_sites(module, found, log=lambda s: None) -> bool:
         for inst in f.instructions():
             if isinstance(inst, (Call, Invoke)):
                 c = inst.called_function
-                if c is not None and not c.is_declaration and re.search(
-                        r"(?<![\"\w])alwaysinline(?![\"\w])", _attrs(module, c)):
+                if c is not None and not c.is_declaration and _always_inline(module, c):
                     work.append(c)
     names = [f.name for f in fns]
     text = round_trip(module, lambda t: llvm.promote_functions(t, names), log,

@@ -32,6 +32,7 @@ from ..analysis.activity import Activity, pointer_aggregate
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.overwrite import Overwrite
 from ..ir import types as T
+from ..ir.attributes import Attributes, add_group
 from ..ir.instructions import Br, Phi, Ret
 from .cache import ensure_preheaders
 from .emit import Emitter
@@ -58,7 +59,6 @@ class Context:
         self.gens: dict = {}
         self.queue: list = []
         self.log = log or (lambda s: None)
-        self._attr_groups: dict = {}
         self.stats = {"instructions": 0, "functions": 0, "dropped": 0, "locals": 0}
         self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
         self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
@@ -66,32 +66,20 @@ class Context:
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the
-        attributes that generated code would violate."""
-        import re
-        m = re.search(r"#(\d+)", fn.fn_attrs or "")
-        key = m.group(1) if m else None
-        inline_nounwind = re.search(r"(?<![\w\"])nounwind(?![\w\"])",
-                                    fn.fn_attrs or "") is not None
-        if (key, inline_nounwind) in self._attr_groups:
-            return self._attr_groups[(key, inline_nounwind)]
-        groups = self.module.attribute_groups
-        text = groups.get(key, "{ }") if key else "{ }"
-        body = text.strip()[1:-1]
-        # drop memory(...) and the stripped words (outside quotes)
-        body = re.sub(r"\bmemory\([^)]*\)", "", body)
-        toks = re.findall(r'"[^"]*"(?:="[^"]*")?|\S+', body)
-        if "nounwind" in toks or inline_nounwind:
-            toks = [t for t in toks if t not in _STRIP_ATTRS and not t.startswith("uwtable")]
-            toks.append("nounwind")
-        else:
+        attributes that generated code would violate (``memory(...)``, those of
+        ``_STRIP_ATTRS``); ``nounwind`` when ``fn`` has it, inline or in its group."""
+        inline = Attributes.parse(fn.fn_attrs)
+        key = inline.groups[0] if inline.groups else None
+        body = Attributes.parse(self.module.attribute_groups.get(key, "{ }") if key else "")
+        body = body.without("memory", *_STRIP_ATTRS)
+        if body.has("nounwind") or inline.has("nounwind"):
+            body = body.without("uwtable").with_("nounwind")
+        elif not body:
             # a primal that may throw (C++): its derivatives may too, and keep unwind
             # tables so that the exception reaches the guard at the call site
             # (unwind.guarded), which aborts with a message
-            toks = [t for t in toks if t not in _STRIP_ATTRS] or ['"enzyme_py"']
-        n = max((int(k) for k in groups if k.isdigit()), default=-1) + 1
-        groups[str(n)] = "{ " + " ".join(toks) + " }"
-        self._attr_groups[(key, inline_nounwind)] = f"#{n}"
-        return f"#{n}"
+            body = body.with_('"enzyme_py"')
+        return add_group(self.module, body)
 
     def get(self, fn, kinds, ret_active, stable_args=False, noalias_args=frozenset(),
             parallel=False):

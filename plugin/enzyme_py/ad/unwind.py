@@ -21,9 +21,8 @@ aborted the same way.
 
 from __future__ import annotations
 
-import re
-
 from ..ir import types as T
+from ..ir.attributes import resolved
 from ..ir.instructions import Br, Call, Invoke, LandingPad, Ret, Unreachable
 from ..ir.values import ConstantInt, ConstantNull
 
@@ -88,16 +87,9 @@ def _remove_unreachable(fn) -> None:
     # a phi left with one incoming value is fine for LLVM; nothing else to fix
 
 
-def _group_text(module, fn_attrs: str) -> str:
-    text = fn_attrs or ""
-    for key in re.findall(r"#(\d+)", text):
-        text += " " + module.attribute_groups.get(key, "")
-    return text
-
-
 def may_unwind(module, fn) -> bool:
     """Whether ``fn``'s attributes allow it to unwind (no ``nounwind``)."""
-    return re.search(r'(?<!["\w])nounwind(?![\w"])', _group_text(module, fn.fn_attrs)) is None
+    return not resolved(module, fn.fn_attrs).has("nounwind")
 
 
 def personality_of(module):
