@@ -15,8 +15,8 @@ def need(module: str, extra: str):
     except ImportError as e:
         msg = f"{module} is not installed ({e}); pip install '.[{extra}]'"
         if os.environ.get("CI"):
-            pytest.fail("CI must install the Python-interface extras: " + msg)
-        pytest.skip(msg)
+            pytest.fail("CI must install the Python-interface extras: " + msg, pytrace=False)
+        pytest.skip(msg, allow_module_level=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
