@@ -39,11 +39,23 @@ class LLVMError(EnzymeError):
     """LLVM rejected a module (bad bitcode, IR that does not verify, ...)."""
 
 
+# The SLP vectorizer schedules each basic block in regions of at most this many
+# instructions (LLVM's default: 100,000).  Its time grows faster than linearly with
+# the region, and generated straight-line code (a chemistry mechanism's rates, and
+# more so their gradient: one block of some 40,000 instructions) spent three quarters
+# of the final -O2 there (``python -m benchmarks.compile_time --only chem``: llvmlite
+# -O2 2.9 s, 1.3 s with this bound, the gradient as fast).  The benchmark kernels'
+# gradients compile to the same machine code with either bound.
+SLP_SCHEDULE_BUDGET = 30000
+
+
 @functools.cache
 def _init() -> None:
     _llvm.initialize_native_target()
     _llvm.initialize_native_asmprinter()
     _llvm.initialize_native_asmparser()
+    # once per process: LLVM counts an option's occurrences across calls
+    _llvm.set_option("enzyme-cc", f"-slp-schedule-budget={SLP_SCHEDULE_BUDGET}")
 
 
 def llvm_version() -> str:
