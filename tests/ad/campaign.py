@@ -251,6 +251,14 @@ class Gen:
             return f"{pad}{op}({tgt}, 0.3 * {self.bounded(ivars)}, __ATOMIC_RELAXED);"
         if k == "struct":
             self.features.add("struct")
+            if r.random() < 0.5:
+                # pointer and double fields, initialised from a constant (a memcpy of
+                # mixed memory) and copied by assignment
+                return (f"{pad}{{ struct {{ const char *tag; double w; double *src; int n; }}"
+                        f" p = {{\"t\", {r.choice([0.5, 2.0])}, 0, {N}}}, p2;\n"
+                        f"{pad}  p.src = a; p.w *= {self.bounded(ivars)};\n"
+                        f"{pad}  p2 = p; s += 0.2 * p2.w * p2.src[{self.idx(ivars)}] "
+                        f"+ 0.01 * p2.n * (p2.tag[0] == 't'); }}")
             return (f"{pad}{{ struct {{ int id; double w; float f; double z; }} p, p2;\n"
                     f"{pad}  p.id = {r.randint(0, 3)}; p.w = {self.bounded(ivars)}; "
                     f"p.f = 1.5f; p.z = a[{self.idx(ivars)}];\n"

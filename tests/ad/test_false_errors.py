@@ -2,7 +2,8 @@
 people write them (not shaped for the engine): allocation wrappers, ``a = grow(a, n)``
 around realloc, a recursive BST insert that returns its argument or a fresh node, a
 pointer to constant text advanced through a non-inlined parser, mixed int/double
-structs copied by assignment, a dynamic array grown by realloc in a non-inlined
+structs copied by assignment, structs of pointers and doubles initialised from a
+constant and copied, a dynamic array grown by realloc in a non-inlined
 ``push``, an overlapping left-shift ``memmove``, and a global scratch array holding
 active intermediates.  Each program checks reverse and forward mode against analytic
 derivatives (or central differences) and prints ``FAIL`` lines; at -O0 and -O2."""
@@ -622,3 +623,72 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_null_pointer_stored_by_a_callee_into_shadowed_memory(tmp_path, opt):
     run(tmp_path, NULL_RESET, opt)
+
+
+# Structs mixing pointer and double fields, initialised from a constant (clang copies
+# `{"label", 2.0, 0}` from a private constant with memcpy) and copied by assignment
+# (memcpy between two shadowed locals); a non-inlined reader uses every field
+POINTER_AND_DOUBLE_FIELDS = r"""
+typedef struct { const char *label; double w; double *data; int n; double bias; } Layer;
+static double unit(double v) { return v; }
+typedef struct { double (*act)(double); double gain; } Act;
+__attribute__((noinline)) static double eval(const Layer *l, const Act *a) {
+    double s = l->bias;
+    for (int i = 0; i < l->n; i++) s += a->gain * a->act(l->w * l->data[i]);
+    return s * (l->label[0] == 'h' ? 1.0 : -1.0);
+}
+double f(double *x, int n) {
+    Layer l = {"hidden", 2.0, 0, 0, 0.5};
+    Act a = {unit, 1.5};
+    l.data = x;
+    l.n = n;
+    l.w = l.w * x[0];            /* w = 2 x0: active */
+    Layer copy = l;              /* struct assignment */
+    copy.bias += x[1];
+    return eval(&copy, &a) + eval(&l, &a);
+}
+int main(void) {
+    /* f = 2 * (1.5 * 2 x0 * sum x_i) + 0.5 + x1 + 0.5 */
+    double x[3] = {0.5, -1.5, 2}, dx[3] = {0};
+    double sum = x[0] + x[1] + x[2];
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int i = 0; i < 3; i++)
+        check("rev dx", dx[i], 6 * x[0] + 6 * sum * (i == 0) + (i == 1));
+    for (int i = 0; i < 3; i++) {
+        double v[3] = {0};
+        v[i] = 1;
+        check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 3),
+              6 * x[0] + 6 * sum * (i == 0) + (i == 1));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_structs_of_pointers_and_doubles_initialised_and_copied(tmp_path, opt):
+    run(tmp_path, POINTER_AND_DOUBLE_FIELDS, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_initialiser_pointing_at_writable_global_is_a_clear_error(tmp_path, opt):
+    """The constant initialiser holds a pointer to a writable global array without a
+    shadow: the same error as storing that pointer field by field, not a guess."""
+    from test_never_silent import build_error
+    err = build_error(tmp_path, r"""
+typedef struct { const char *name; double w; double *data; } Holder;
+double table[2] = {1, 2};
+static __attribute__((noinline)) double use(Holder *h) { return h->w * h->data[0]; }
+double f(double *x) {
+    Holder h = {"t", 2.0, table};
+    h.w = x[0] * x[1];
+    return use(&h);
+}
+int main(void) {
+    double x[2] = {3, 4}, dx[2] = {0, 0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    printf("%g %g\n", dx[0], dx[1]);
+    return 0;
+}
+""", opt)
+    assert "a pointer without a shadow" in err and "enzyme_dup" in err, err

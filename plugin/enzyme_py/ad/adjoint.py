@@ -12,7 +12,7 @@ from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
                                ExtractValue, Freeze, GEP, InsertElement, InsertValue, Load, Phi,
                                Ret, Select, ShuffleVector, Store, Switch, UnaryOp, Unreachable)
-from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef
+from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Value
 from . import mpi
 from .cache import CacheLayout
 from .dispatch import Dispatched
@@ -542,12 +542,18 @@ class AdjointSweep:
                                    ConstantInt(T.i1, 0)])
             elif args[1] not in act.shadowed:
                 # Copied from memory without a shadow (constant data): the
-                # destination's adjoint goes nowhere, it is only consumed.
+                # destination's adjoint goes nowhere, it is only consumed (of a struct
+                # with pointers: only the floats' bytes)
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-                e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
-                                   ConstantInt(T.i1, 0)])
-            elif kind == "fields":
-                # a struct copy mixing double and float fields: field runs by layout
+                runs = self.mem_fields[inst] if kind == "mixed" else [(0, None, n)]
+                for off, _k, size in runs:
+                    e.call_fn(memset, [e.gep_bytes(self.shadow(args[0], b), off),
+                                       ConstantInt(T.i8, 0),
+                                       size if isinstance(size, Value) else
+                                       ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+            elif kind in ("fields", "mixed"):
+                # a struct copy mixing double and float fields (and pointers, whose
+                # shadows the forward sweep copied): field runs by layout
                 ds, ss = self.shadow(args[0], b), self.shadow(args[1], b)
                 for off, k, size in self.mem_fields[inst]:
                     copy_adjoint(e, self.ctx.module, T.double if k == "double" else T.float,

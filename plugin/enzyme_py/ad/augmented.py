@@ -365,6 +365,8 @@ class AugmentedForward:
                     if mem != "memset":
                         c.set_operand(1, self._sh_aug(args[1], inst))
                     c.insert_after(A)
+                elif kind == "mixed":
+                    self._aug_mixed_copy(inst, A)
             return
         if eff is not None and eff.writes:
             ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
@@ -488,21 +490,80 @@ class AugmentedForward:
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
         if zeroing:
             return "zero"    # fields of several types (a C++ object)
+        if "ptr" in kinds and mem == "memcpy":
+            # a struct with pointer and floating-point fields (``Holder h = {0, 2.0}``
+            # copies a constant initialiser): the pointers' shadows are copied in the
+            # forward sweep, the floats' adjoints move back in the reverse, by layout
+            fields = self._float_fields(inst, pointers=True)
+            if fields is not None:
+                self.mem_fields = getattr(self, "mem_fields", {})
+                self.mem_fields[inst] = fields
+                return "mixed"
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
 
-    def _float_fields(self, inst):
+    def _float_fields(self, inst, pointers=False):
         """A struct copy (memcpy of a constant size) by the declared layout of either
-        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields."""
+        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields
+        (``pointers``: pointer fields may be among the other bytes)."""
         from ..analysis.types import float_fields, tbaa_struct_fields
         n = inst.args[2]
         if not isinstance(n, ConstantInt):
             return None
         dl = self.ctx.module.datalayout
         for p in inst.args[:2]:
-            got = float_fields(p, n.value, dl)
+            got = float_fields(p, n.value, dl, pointers=pointers)
             if got is not None:
                 return got
-        return tbaa_struct_fields(inst, n.value)
+        return tbaa_struct_fields(inst, n.value, pointers=pointers)
 
+    def _aug_mixed_copy(self, inst, A):
+        """The forward sweep of a struct copy mixing pointer and floating-point fields:
+        the bytes between the float runs (pointers, integers) of the destination's
+        shadow get the source's shadow bytes -- or, from constant data without a
+        shadow (an initialiser), the constant's own bytes, where each pointer in it is
+        its own shadow (null, a function, read-only data)."""
+        args, e = inst.args, self.e
+        src = args[1]
+        consts = _constant_pointers(src)
+        if src in self.act.shadowed:
+            from_ = self._sh_aug(src, inst)
+        elif consts is not None and all(self._sh_aug(c, inst) is c for c in consts):
+            from_ = A.args[1]   # (_sh_aug raises for a pointer to writable data)
+        else:
+            raise ADError("memcpy of a struct with pointer fields from memory without a "
+                          "shadow into memory that has one", location=self.ctx.err_loc(inst),
+                          hint="pass the source with enzyme_dup, or set the fields one by one")
+        to = self._sh_aug(args[0], inst)
+        e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+        at = 0
+        for off, _k, size in self.mem_fields[inst] + [(args[2].value, None, 0)]:
+            if off > at:
+                e.call_fn(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
+                                   ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])
+            at = off + size
+
+
+def _constant_pointers(p):
+    """The non-null pointers in the initialiser of the constant global ``p`` points
+    into (a constant struct initialiser clang copies with memcpy), or None when ``p``
+    does not point into a constant global."""
+    from ..ir.module import GlobalVariable
+    from ..ir.values import ConstantAggregate
+    g = p
+    for _ in range(16):
+        if g.is_global or not getattr(g, "operands", None):
+            break
+        g = g.operand(0)
+    if not isinstance(g, GlobalVariable) or not g.is_constant or g.initializer is None:
+        return None
+    out, work = [], [g.initializer]
+    while work:
+        c = work.pop()
+        if isinstance(c, ConstantAggregate):
+            work.extend(c.operands)
+        elif c.type.is_pointer and not isinstance(c, (ConstantNull, Undef, Poison)):
+            out.append(c)
+    return out

@@ -220,12 +220,12 @@ def holds_only_integers(p) -> bool:
     return False
 
 
-def float_fields(p, nbytes, datalayout, most=64):
+def float_fields(p, nbytes, datalayout, most=64, pointers=False):
     """The floating-point fields among the ``nbytes`` at ``p`` by the declared layout of
     the struct/array they are part of (see ``layout_kinds``): runs ``(offset from p,
     'double' or 'float', bytes)`` of consecutive fields of one type; None where no layout
-    is visible, a field is only partly covered or a pointer is among the bytes, or there
-    are more than ``most`` runs."""
+    is visible, a field is only partly covered or (unless ``pointers``) a pointer is
+    among the bytes, or there are more than ``most`` runs."""
     found = _layout_span(p, nbytes, datalayout)
     if found is None:
         return None
@@ -239,7 +239,7 @@ def float_fields(p, nbytes, datalayout, most=64):
         sz = datalayout.size_in_bytes(t)
         if o + sz <= off or o >= off + nbytes:
             continue
-        if o < off or o + sz > off + nbytes or t.is_pointer:
+        if o < off or o + sz > off + nbytes or t.is_pointer and not pointers:
             return None
         if not t.is_float:
             continue
@@ -255,11 +255,11 @@ def float_fields(p, nbytes, datalayout, most=64):
     return runs
 
 
-def tbaa_struct_fields(inst, nbytes, most=64):
+def tbaa_struct_fields(inst, nbytes, most=64, pointers=False):
     """The floating-point fields a memcpy moves by its ``!tbaa.struct`` (clang's list of
     ``offset, size, type`` of a struct assignment's fields): runs as ``float_fields``
     gives them; None without the metadata, when it does not cover ``nbytes`` whole, or
-    a field's type is not known."""
+    a field's type is not known (or, unless ``pointers``, is a pointer)."""
     module = inst.module
     text = _md(module, inst.get_metadata("tbaa.struct"))
     if not text:
@@ -273,7 +273,7 @@ def tbaa_struct_fields(inst, nbytes, most=64):
             return None
         end = off + size
         k = tbaa_kind_of_tag(module, "!" + ref)
-        if k is None or k == "ptr" or k == "float-other":
+        if k is None or k == "ptr" and not pointers or k == "float-other":
             return None
         if k not in ("double", "float"):
             continue
