@@ -33,6 +33,8 @@ __all__ = ["transform_module", "check_options", "OPTIONS"]
 
 OPTIONS = {
     "preopt": ("1", "0 = differentiate unoptimised IR (no pre-AD optimisation)"),
+    "strong-zero": ("0", "1 = a zero adjoint or tangent contributes zero even through an "
+                         "infinite or NaN partial derivative (0 x inf = 0)"),
 }
 
 
@@ -267,6 +269,7 @@ def _round(module, options, log) -> None:
         rename[cf] = orig
         openmp_prepare(cf)
     ctx = Context(module, rename, log)
+    ctx.strong_zero = options.get("strong-zero", "0") != "0"
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
     ctx.hooks = CallHooks(registry)
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry)

@@ -21,7 +21,7 @@ from .emit import Lazy, acc_zero, zero
 from .errors import NoDerivativeError
 from . import openmp
 from .libc import copy_adjoint, memset0
-from .rules import ATOMICS, BINARY, UNARY, libm_rule, reduction_rule
+from .rules import ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule
 from .reverse_common import (_PURE, _defined, _effect_kind, _is_const, _mem_intrinsic,
                              _mutable_data_global)
 
@@ -394,7 +394,7 @@ class AdjointSweep:
             r = Lazy(lambda: self.primal(inst, b), inst.type)
             for k, op in enumerate(ops):
                 if op in act.active:
-                    self._add(op, rule[k](e, x, r, d))
+                    self._add(op, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
         elif isinstance(inst, UnaryOp):
             rule = UNARY[inst.opcode]
             self._add(ops[0], rule[0](e, self._lazy_ops(inst, b), None, d))
@@ -604,7 +604,7 @@ class AdjointSweep:
                     return
         for k, a in enumerate(args):
             if a in act.active and k < len(rule) and rule[k] is not None:
-                self._add(a, rule[k](e, x, r, d))
+                self._add(a, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
 
     def _rev_terminator(self, b):
         e = self.e

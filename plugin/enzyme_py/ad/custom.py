@@ -19,6 +19,7 @@ from ..ir.values import ConstantInt
 from .emit import Lazy, zero
 from .errors import ADError, NoDerivativeError
 from .runtime import runtime_function
+from .rules import contribution
 
 __all__ = ["CallHooks"]
 
@@ -151,7 +152,7 @@ class CallHooks:
                 r = Lazy(lambda: gen.primal(inst, b), inst.type)
                 for k, a in enumerate(inst.args):
                     if a in act.active and k < len(rule) and rule[k] is not None:
-                        gen._add(a, rule[k](e, x, r, d))
+                        gen._add(a, contribution(rule[k], e, x, r, d, gen.ctx.strong_zero))
             return True
         if (gen, inst) not in self.custom:
             return False

@@ -325,7 +325,7 @@ class ForwardGen:
         tans = [self.T(o) if o in act.active else None for o in ops]
         for k in range(self.W):
             dx = [t[k] if t is not None else None for t in tans]
-            t = tangent(rule, self.e, x, r, dx)
+            t = tangent(rule, self.e, x, r, dx, self.ctx.rctx.strong_zero)
             out.append(t if t is not None else zero(inst.type))
         return out
 

@@ -63,6 +63,7 @@ class Context:
         self.hooks = None  # custom.CallHooks: registered gradients, inactive functions
         self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
         self.returns_unified: set = set()  # functions unify_returns has made single-exit
+        self.strong_zero = False  # -fenzyme-strong-zero: see rules.contribution
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the

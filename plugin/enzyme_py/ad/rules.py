@@ -19,7 +19,7 @@ import math
 from ..analysis.effects import libm_base
 
 __all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "ATOMICS", "libm_rule",
-           "reduction_rule", "tangent"]
+           "reduction_rule", "tangent", "contribution"]
 
 # ---------------------------------------------------------------------------
 # binary and unary floating-point instructions, keyed by opcode
@@ -245,13 +245,27 @@ def libm_rule(name: str):
     return base, LIBM[base]
 
 
-def tangent(rule, e, x, r, dx):
+def contribution(f, e, x, r, d, strong_zero=False):
+    """One operand's entry ``f`` applied to the adjoint (or tangent) ``d``.  With
+    ``strong_zero`` (``-fenzyme-strong-zero``, Enzyme's ``-enzyme-strong-zero``) a zero
+    ``d`` contributes zero even where the partial derivative is infinite or NaN: the
+    adjoint of ``sqrt(x)`` at 0, or of ``exp(x)`` past overflow, on a path that
+    discards the value, is 0 instead of 0 x inf = NaN."""
+    v = f(e, x, r, d)
+    ty = d.type
+    if not strong_zero or v is d or not (ty.is_float or ty.is_vector and ty.element.is_float):
+        return v
+    z = e.const(0.0, d)
+    return e.select(e.fcmp("oeq", d, z), z, v)
+
+
+def tangent(rule, e, x, r, dx, strong_zero=False):
     """Forward-mode rule from an adjoint entry: sum of each operand's expression
     with ``d`` replaced by that operand's tangent (None = zero tangent)."""
     out = None
     for f, t in zip(rule, dx):
         if f is None or t is None:
             continue
-        v = f(e, x, r, t)
+        v = contribution(f, e, x, r, t, strong_zero)
         out = v if out is None else e.add(out, v)
     return out

@@ -60,6 +60,8 @@ EnzymePy options:
                        (<output>.merged.ll, <output>.enzyme.ll)
   -fenzyme-NAME[=VAL]  options of the AD pass (see the README):
     -fenzyme-preopt=0  differentiate unoptimised IR (no pre-AD optimisation)
+    -fenzyme-strong-zero
+                       a zero adjoint times an infinite derivative is 0, not NaN
   --version            print EnzymePy's version, the clang in use and LLVM's
   --help               this text
 
