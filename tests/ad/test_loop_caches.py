@@ -112,6 +112,8 @@ def _cache_log(stderr: str, fn: str) -> tuple[int, dict]:
     assert frame, block[0]
     loops = {}
     for ln in block[1:]:
+        if ln.startswith("cached load"):    # why loads are cached: see the test below
+            continue
         m = re.fullmatch(r"loop (L\d+) \((outermost|in L\d+)\): ([^(]*) \(\d+ bytes per "
                          r"iteration\): .*", ln)
         assert m, ln
@@ -455,3 +457,28 @@ def test_appended_buffers_under_a_while_loop_log_and_memory(tmp_path, valgrind):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "All heap blocks were freed" in out.stderr
     _check(out, 1e-6)
+
+
+def test_log_says_why_loads_are_cached(tmp_path):
+    """``-v`` names the cached loads with the overwrite analysis' reason and, with
+    ``-g``, the source lines: the value a later store overwrites, and a local."""
+    src = tmp_path / "w.c"
+    src.write_text(
+        "double __enzyme_autodiff(void *, ...);\n"
+        "int enzyme_dup;\n"
+        "__attribute__((noinline)) void f(double *x, double *y) {\n"
+        "    double t = x[0] * x[1];\n"          # line 4: loads x[0], x[1]
+        "    x[0] = t * y[0];\n"                 # line 5: overwrites x[0]
+        "    y[1] = x[0] * x[1];\n"
+        "}\n"
+        "int main(void) {\n"
+        "    double x[2] = {1, 2}, dx[2] = {0}, y[2] = {3, 4}, dy[2] = {1, 1};\n"
+        "    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy);\n"
+        "    return 0;\n"
+        "}\n")
+    r = enzyme_cc(["-O2", "-g", "-v", str(src), "-o", str(tmp_path / "w")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [ln.strip() for ln in r.stderr.splitlines()]
+    why = [ln for ln in lines if ln.startswith("cached load")]
+    assert any("may be overwritten later by a store at line 5" in ln and "(line 4)" in ln
+               for ln in why), r.stderr

@@ -63,11 +63,11 @@ def test_overwrite_golden_top_level():
     assert _ow("f", True) == """\
 b0: cache (local memory (gone or changed before the reverse sweep))
 c0: recompute (not overwritten)
-g0: cache (may be overwritten later (loop))
-vx: cache (may be overwritten later (loop))
+g0: cache (may be overwritten later by a store in block loop)
+vx: cache (may be overwritten later by a store in block loop)
 vy: recompute (not overwritten)
-w: cache (may be overwritten later (loop))
-last: cache (may be overwritten later (exit))"""
+w: cache (may be overwritten later by a store in block loop)
+last: cache (may be overwritten later by a store in block exit)"""
 
 
 def test_overwrite_callee_caches_everything_but_constants():
@@ -82,7 +82,7 @@ def test_overwrite_offsets_and_pure_calls():
     out = _ow("g2", True, pure=lambda n: n == "sin")
     assert out == """\
 a: recompute (not overwritten)
-b: cache (may be overwritten later (entry))
+b: cache (may be overwritten later by a store in block entry)
 h: recompute (not overwritten)"""
     # the call-effects table (analysis/effects.py) knows sin writes no memory, without
     # the AD layer's hook
@@ -152,9 +152,9 @@ def test_stores_after_every_load_are_undone_instead_of_caching():
     reverse.  %e is used in the block of the second store, so it is cached."""
     ow = _ow_out("h")
     assert str(ow) == """\
-a0: recompute (the stores after it are undone in the reverse (tail))
-a1: recompute (the stores after it are undone in the reverse (tail))
-e: cache (may be overwritten later (tail))"""
+a0: recompute (the stores after it are undone in the reverse (a store in block tail))
+a1: recompute (the stores after it are undone in the reverse (a store in block tail))
+e: cache (may be overwritten later by a store in block tail)"""
     stores = [i for b in ow.fn.blocks for i in b.instructions if i.opcode == "store"]
     assert list(ow.restores) == stores
     # not at a callee's level: the caller's memory may change anyway
@@ -165,11 +165,11 @@ def test_no_undo_for_calls_or_stores_in_loops():
     # @wr writes its first argument (read from its body: no attributes say so), a
     # write that cannot be undone by a saved value; %c is written by nobody
     assert str(_ow_out("h2")) == """\
-a0: cache (may be overwritten later (entry))
-c0: cache (may be overwritten later (entry))"""
+a0: cache (may be overwritten later by a call to wr in block entry)
+c0: cache (may be overwritten later by a call to wr in block entry)"""
     # a store in a loop executes again after ... itself: no single value to restore
     ow = _ow_out("h3")
-    assert str(ow) == "a0: cache (may be overwritten later (loop))"
+    assert str(ow) == "a0: cache (may be overwritten later by a store in block loop)"
     assert not ow.restores
 
 
@@ -191,7 +191,7 @@ next:
 """
     fn = parse_module(ir).get_function("h4")
     ow = Overwrite(fn, CFG(fn), True)
-    assert str(ow).splitlines()[1] == "v: cache (may be overwritten later (next))"
+    assert str(ow).splitlines()[1] == "v: cache (may be overwritten later by a store in block next)"
     assert not ow.restores
 
 
@@ -234,5 +234,5 @@ def test_callee_arguments_stable_and_noalias_at_the_call():
                       noalias_args=ow.callee_noalias[call])
     assert str(facts) == "v: recompute (not overwritten)\nw: recompute (not overwritten)"
     assert str(Overwrite(callee, CFG(callee), ow.callee_stable[call])) == \
-        "v: cache (may be overwritten later (entry))\nw: cache (may be overwritten later (entry))"
+        "v: cache (may be overwritten later by a store in block entry)\nw: cache (may be overwritten later by a store in block entry)"
     assert "cache" in str(Overwrite(callee, CFG(callee), False)).split("\n")[1]

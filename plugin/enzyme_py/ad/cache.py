@@ -139,6 +139,23 @@ class CacheLayout:
                        f"iteration): {fields}")
         return "\n    ".join(out)
 
+    def explain(self, reasons: dict) -> str:
+        """Why the loads among the cached values are not read again in the reverse
+        sweep: one line per reason of the overwrite analysis (``reasons``: load ->
+        reason, the loads it found not recomputable), naming the loads."""
+        groups: dict = {}
+        for s in self.slots.values():
+            v = s.key[1] if len(s.key) > 1 else None
+            why = reasons.get(v)
+            if why is not None:
+                groups.setdefault(why, []).append(_vname(v))
+        out = []
+        for why, names in groups.items():
+            shown = ", ".join(names[:4]) + (f", ... ({len(names)} in all)"
+                                            if len(names) > 4 else "")
+            out.append(f"cached load{'s' if len(names) > 1 else ''}: {why}: {shown}")
+        return "\n    ".join(out)
+
 
 _SHOWN = 12   # cached values named per level in the -v log
 
@@ -158,6 +175,14 @@ def appended_buffers(loops, hoist, needs) -> set:
         if needs.get(lp) and is_counted(lp) and hoist.get(lp, lp).parent is not None:
             out.add(lp)
     return out
+
+
+def _vname(v) -> str:
+    """A cached value as ``-v`` names it: its IR name or opcode, and its source line
+    when the program has debug information."""
+    base = getattr(v, "name", None) or getattr(v, "opcode", "value")
+    loc = getattr(v, "debug_loc", None) if getattr(v, "parent", None) is not None else None
+    return f"{base} (line {loc[1]})" if loc else base
 
 
 def _kname(key, label):

@@ -162,7 +162,10 @@ class CacheEmission:
         for lp in self.appended:
             cache.slot(("grow", lp), None, T.ptr, None, special=True)
         cache.assign_offsets(self.loops.loops, self.appended)
-        self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing"))
+        why = cache.explain({ld: r for ld, r in self.ow.reason.items()
+                             if not self.ow.verdict[ld]})
+        self.ctx.log(f"cache of {self.ctx.fname(self.P)}: " + (str(cache) or "nothing")
+                     + (f"\n    {why}" if why else ""))
         i64 = T.i64
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
         for lp, blk in self.enter_points:

@@ -53,6 +53,21 @@ __all__ = ["Overwrite", "underlying_objects", "call_writes"]
 LOCAL, ARG, GLOBAL, CONST, UNKNOWN = "local", "arg", "global", "const", "unknown"
 
 
+def _writer(inst) -> str:
+    """An instruction that may write memory, for a reason text: ``a store at line 12``,
+    ``a call to f`` (the line where debug information gives it, else the block)."""
+    if isinstance(inst, Call):
+        name = inst.callee_name
+        what = f"a call to {name}" if name else "an indirect call"
+    else:
+        what = f"a {inst.opcode}"
+    loc = inst.debug_loc if inst.parent is not None else None
+    if loc is not None:
+        return f"{what} at line {loc[1]}"
+    block = inst.parent.name if inst.parent is not None else None
+    return f"{what} in block {block}" if block else what
+
+
 class _Obj:
     """An underlying object with the accessed byte range when known."""
 
@@ -370,7 +385,7 @@ class Overwrite:
                 continue
             if w == "all":
                 if any(o.kind != CONST for o in objs):
-                    return False, f"a later call may write memory ({wb.name})", ()
+                    return False, f"{_writer(wb.instructions[wk])} may write any memory", ()
                 continue
             if any(_may_alias(lo, size, wo, wsize, self.noalias_args)
                    for lo in objs for wo, wsize in w):
@@ -378,7 +393,7 @@ class Overwrite:
         if not later:
             return True, "not overwritten", ()
         # may every such writer be undone in the reverse (see the module docstring)?
-        why = f"may be overwritten later ({later[0][0].name})"
+        why = f"may be overwritten later by {_writer(later[0][0].instructions[later[0][1]])}"
         stores = []
         reread = None
         for wb, wk in later:
@@ -390,8 +405,8 @@ class Overwrite:
             if wb in reread or any(x in reread for x in self._reachable(wb)):
                 return False, why, ()
             stores.append(st)
-        return True, f"the stores after it are undone in the reverse ({later[0][0].name})", \
-            stores
+        return True, "the stores after it are undone in the reverse " \
+            f"({_writer(later[0][0].instructions[later[0][1]])})", stores
 
     def _stable(self, o):
         """Whether object ``o`` stays unchanged and alive until the reverse sweep (but
