@@ -382,7 +382,7 @@ def _zero_shadow_globals(module, shadows, call) -> None:
     if not shadows:
         return
     e = Emitter(module)
-    e.at_before(call)
+    e.position_before(call)
     dl = module.datalayout
     for s in shadows.values():
         memset0(e, s, ConstantInt(T.i64, dl.size_in_bytes(s.value_type)))

@@ -50,12 +50,12 @@ class AdjointSweep:
         self.replays = {}       # undone store -> (slot, address slot, type)
         self._rev_cache_setup()
         for b in reversed(self.cfg.rpo):
-            e.at_end(self.rbody[b])
+            e.position_at_end(self.rbody[b])
             self.cur = b
             for inst in reversed(b.instructions):
                 self._rev_inst(inst, b)
             self._rev_terminator(b)
-        e.at_end(self.rret)
+        e.position_at_end(self.rret)
         outs = []
         for a in self.out_args:
             if a not in self.act.active:
@@ -63,7 +63,7 @@ class AdjointSweep:
                 continue
             d = e.load(a.type, self._slot(a))
             if a.type.is_fp_or_fp_vector:
-                d = e.add(d, zero(a.type))  # an adjoint nobody added to is -0.0: report +0.0
+                d = e.fadd(d, zero(a.type))  # an adjoint nobody added to is -0.0: report +0.0
             outs.append(d)
         agg = Undef(self.out_type)
         for k, v in enumerate(outs):
@@ -95,7 +95,7 @@ class AdjointSweep:
         e = self.e
         s = self._slot(v)
         t = e.load(v.type, s)
-        e.store(e.add(t, x), s)
+        e.store(e.fadd(t, x), s)
 
     # values in the reverse sweep
     def _rev_cache_setup(self):
@@ -117,10 +117,10 @@ class AdjointSweep:
             self.rentry.insert(0, a)
             n = dl.size_in_bytes(inst.allocated_type) * (inst.count.value
                                                          if inst.count is not None else 1)
-            e.at_end(self.rentry)
+            e.position_at_end(self.rentry)
             memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-            e.call_fn(memset, [a, ConstantInt(T.i8, 0), ConstantInt(T.i64, n),
-                               ConstantInt(T.i1, 0)])
+            e.call(memset, [a, ConstantInt(T.i8, 0), ConstantInt(T.i64, n),
+                            ConstantInt(T.i1, 0)])
             self.stack_shadow[inst] = a
 
     def _level(self, def_block, use_block):
@@ -330,7 +330,7 @@ class AdjointSweep:
             for inst in b.instructions:
                 if inst in self.replays:
                     fin, addr, ty = self.replays[inst]
-                    e.at_before(self.rret.terminator)
+                    e.position_before(self.rret.terminator)
                     e.store(e.load(ty, fin), e.load(T.ptr, addr), inst.align)
 
     def _lazy_ops(self, inst, b):
@@ -369,11 +369,11 @@ class AdjointSweep:
                     openmp.accumulate(e, sp, d, inst.align)   # other threads add there too
                     return
                 t = e.load(inst.type, sp, inst.align)
-                e.store(e.add(t, d), sp, inst.align)
+                e.store(e.fadd(t, d), sp, inst.align)
             return
         if isinstance(inst, Alloca):
             if inst in act.shadowed and inst not in self.stack_shadow:
-                e.call_fn(self._rt("__enzyme_py_shadow_free"), [self.shadow(inst, b)])
+                e.call(self._rt("__enzyme_py_shadow_free"), [self.shadow(inst, b)])
             return
         if isinstance(inst, Call):
             self._rev_call(inst, b)
@@ -479,7 +479,7 @@ class AdjointSweep:
             src = 0 if m < n else 1
             x = e.extractelement(d, ConstantInt(T.i32, j))
             cur = e.extractelement(acc[src], ConstantInt(T.i32, m % n))
-            acc[src] = e.insertelement(acc[src], e.add(cur, x), ConstantInt(T.i32, m % n))
+            acc[src] = e.insertelement(acc[src], e.fadd(cur, x), ConstantInt(T.i32, m % n))
         if a in self.act.active:
             self._add(a, acc[0])
         if bvec in self.act.active:
@@ -503,7 +503,7 @@ class AdjointSweep:
         if ekind == "alloc":
             if inst in getattr(self, "out_shadows", {}):      # posix_memalign
                 sh = self._cached(("out", inst), self.out_shadows[inst], T.ptr, inst.parent, b)
-                e.call_fn(self._rt("__enzyme_py_shadow_free"), [sh])
+                e.call(self._rt("__enzyme_py_shadow_free"), [sh])
             elif inst in act.shadowed:
                 sh = self.shadow(inst, b)
                 if name == "realloc" and args[0] in act.shadowed:
@@ -511,14 +511,14 @@ class AdjointSweep:
                     # (whatever they hold: the old shadow is not used after the realloc,
                     # and the forward sweep copied it into the new one)
                     old = self.shadow(args[0], b)
-                    osz = e.call_fn(self._rt("__enzyme_py_shadow_size"), [old])
+                    osz = e.call(self._rt("__enzyme_py_shadow_size"), [old])
                     n = self.primal(args[1], b)
                     n = n if n.type == T.i64 else e.cast("zext", n, T.i64)
                     m = e.select(e.icmp("ult", osz, n), osz, n)
                     memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void,
                                        [T.ptr, T.ptr, T.i64, T.i1])
-                    e.call_fn(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])
-                e.call_fn(self._rt("__enzyme_py_shadow_free"), [sh])
+                    e.call(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])
+                e.call(self._rt("__enzyme_py_shadow_free"), [sh])
             return
         if ekind in ("free", "typehint"):
             return
@@ -538,8 +538,8 @@ class AdjointSweep:
                 n = e.cast("zext", n, T.i64)
             if mem == "memset":
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-                e.call_fn(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
-                                   ConstantInt(T.i1, 0)])
+                e.call(memset, [self.shadow(args[0], b), ConstantInt(T.i8, 0), n,
+                                ConstantInt(T.i1, 0)])
             elif args[1] not in act.shadowed:
                 # Copied from memory without a shadow (constant data): the
                 # destination's adjoint goes nowhere, it is only consumed (of a struct
@@ -547,10 +547,9 @@ class AdjointSweep:
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
                 runs = self.mem_fields[inst] if kind == "mixed" else [(0, None, n)]
                 for off, _k, size in runs:
-                    e.call_fn(memset, [e.gep_bytes(self.shadow(args[0], b), off),
-                                       ConstantInt(T.i8, 0),
-                                       size if isinstance(size, Value) else
-                                       ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+                    e.call(memset, [e.gep_bytes(self.shadow(args[0], b), off), ConstantInt(T.i8, 0),
+                                    size if isinstance(size, Value) else
+                                    ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
             elif kind in ("fields", "mixed"):
                 # a struct copy mixing double and float fields (and pointers, whose
                 # shadows the forward sweep copied): field runs by layout
@@ -575,7 +574,7 @@ class AdjointSweep:
                 call_args.append(self._take(inst))
             call_args.append(self.tape_rev)
             res = g.call_rev(self, b, call_args) if isinstance(g, Dispatched) \
-                else e.call_fn(g.rev, call_args)
+                else e.call(g.rev, call_args)
             for j, a in enumerate(g.out_args):
                 actual = args[a.index]
                 if actual in act.active:
@@ -599,8 +598,8 @@ class AdjointSweep:
                 if isinstance(sib, Call) and sib is not inst and sib.type == inst.type \
                         and sib.args and sib.args[0] is args[0] \
                         and (libm_rule(sib.callee_name or "") or (None,))[0] == other:
-                    t = e.mul(d, self.primal(sib, b))
-                    self._add(args[0], t if base == "sin" else e.neg(t))
+                    t = e.fmul(d, self.primal(sib, b))
+                    self._add(args[0], t if base == "sin" else e.fneg(t))
                     return
         for k, a in enumerate(args):
             if a in act.active and k < len(rule) and rule[k] is not None:
@@ -618,7 +617,7 @@ class AdjointSweep:
             lp_h = None
 
         def edge(blk, p):
-            e.at_end(blk)
+            e.position_at_end(blk)
             for phi in phis:
                 v = phi.incoming_for(p)
                 if v is not None:
@@ -648,12 +647,12 @@ class AdjointSweep:
         blocks = [self.rev.append_basic_block(f"rev.{b.name or 'bb'}.from{k}")
                   for k in range(len(preds))]
         outside = [k for k, p in enumerate(preds) if lp_h is None or p not in lp_h.blocks]
-        e.at_end(self.rbody[b])
+        e.position_at_end(self.rbody[b])
         if lp_h is not None and len(preds) == 2 and len(outside) == 1:
             # a loop header: iteration 0 came from the preheader, the others from the latch
             k = e.load(T.i64, self.rc[lp_h])
             first = e.icmp("eq", k, ConstantInt(T.i64, 0))
-            e.cbr(first, blocks[outside[0]], blocks[1 - outside[0]])
+            e.cbranch(first, blocks[outside[0]], blocks[1 - outside[0]])
         else:
             idx = self._cached(("pred", b), self.pred_phi[b], T.i64, b, b)
             e.switch(idx, blocks[0], [(ConstantInt(T.i64, k), blocks[k])

@@ -64,7 +64,7 @@ class AugmentedForward:
                 r = b.terminator
                 if isinstance(r, Ret) and r.value is not None:
                     ar = vmap[r]
-                    e.at_before(ar)
+                    e.position_before(ar)
                     pv = ar.value
                     sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
                         r.value.is_instruction or isinstance(r.value, Argument)) \
@@ -210,13 +210,13 @@ class AugmentedForward:
             dl = self.ctx.module.datalayout
             size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
-            e.at_before(nxt)
+            e.position_before(nxt)
             if inst.count is not None:
                 n = vmap[inst.count] if inst.count in vmap else inst.count.clone()
                 if n.type != T.i64:
                     n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
                 size = e.binop("mul", n, size)
-            S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"), [size])
+            S = e.call(self._rt("__enzyme_py_shadow_alloc"), [size])
         elif isinstance(inst, Call):
             name = inst.callee_name or ""
             if inst in self.replaced_calls:
@@ -232,14 +232,14 @@ class AugmentedForward:
                               "not supported yet", location=self.ctx.err_loc(inst),
                               hint="inline the function or return through an argument")
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
-            e.at_before(nxt)
+            e.position_before(nxt)
             args = A.args
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
-                S = e.call_fn(self._rt("__enzyme_py_shadow_realloc"),
+                S = e.call(self._rt("__enzyme_py_shadow_realloc"),
                               [self._sh_aug(inst.args[eff.frees], inst), args[1]])
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
-                S = e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                S = e.call(self._rt("__enzyme_py_shadow_alloc"),
                               [written(e, None, eff.size, args, A)])
         else:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
@@ -332,8 +332,8 @@ class AugmentedForward:
         if ekind == "alloc":
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
                 # posix_memalign: a shadow block, stored where the pointer goes
-                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
-                S = self.e.call_fn(self._rt("__enzyme_py_shadow_alloc"),
+                self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                S = self.e.call(self._rt("__enzyme_py_shadow_alloc"),
                                    [A.args[eff.size[1]]])
                 self.e.store(S, self._sh_aug(inst.args[eff.out], inst), 8)
                 self.out_shadows = getattr(self, "out_shadows", {})
@@ -371,7 +371,7 @@ class AugmentedForward:
         if eff is not None and eff.writes:
             ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
             if ws:
-                self.e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+                self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
                 self.write_sizes = getattr(self, "write_sizes", {})
                 self.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
                                           for k, size in ws]
@@ -399,7 +399,7 @@ class AugmentedForward:
                          self.ow.callee_noalias.get(inst, frozenset()))
             g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=self.parallel)
             if pairs is not None:
-                self.e.at_before(A)
+                self.e.position_before(A)
                 g = Dispatched(self, inst, pairs,
                                [self.ctx.get(c, kinds, ret_active, *facts,
                                              parallel=self.parallel)
@@ -536,13 +536,13 @@ class AugmentedForward:
                           "shadow into memory that has one", location=self.ctx.err_loc(inst),
                           hint="pass the source with enzyme_dup, or set the fields one by one")
         to = self._sh_aug(args[0], inst)
-        e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+        e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
         memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
         at = 0
         for off, _k, size in self.mem_fields[inst] + [(args[2].value, None, 0)]:
             if off > at:
-                e.call_fn(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
-                                   ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])
+                e.call(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
+                                ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])
             at = off + size
 
 

@@ -104,20 +104,20 @@ class CacheEmission:
             x = x.parent
         chain.append(h)
         chain.reverse()                                      # H, ..., lp
-        e.at_before(self.vmap[h.preheader].terminator)
+        e.position_before(self.vmap[h.preheader].terminator)
         bounds = [emit_trip_bound(e, _MappedCount(x.count, self.vmap)) for x in chain]
         total = ConstantInt(i64, rec)
         for nb in bounds:
             total = e.binop("mul", total, nb)
         if state is not None:
-            base = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+            base = e.call(self._rt("__enzyme_py_cache_bump"),
                              [state, total, self.appended_hint[lp]])
             big = e.load(T.ptr, state, 8)
         else:
-            big = e.call_fn(self._rt("__enzyme_py_cache_alloc"), [total])
+            big = e.call(self._rt("__enzyme_py_cache_alloc"), [total])
             bigslot = self.cache.slots[(("big", lp), h.parent)]
             self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
-        e.at_before(self.vmap[lp.preheader].terminator)
+        e.position_before(self.vmap[lp.preheader].terminator)
         lin = self.aiv[h]
         for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
             lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
@@ -142,9 +142,9 @@ class CacheEmission:
             linkage="internal", align=8)
         if lp in self.hoist:
             return self._hoisted_buffer(lp, rec, state)
-        e.at_before(self.vmap[lp.preheader].terminator)
+        e.position_before(self.vmap[lp.preheader].terminator)
         n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
-        off = e.call_fn(self._rt("__enzyme_py_cache_bump"),
+        off = e.call(self._rt("__enzyme_py_cache_bump"),
                         [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
         return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
 
@@ -170,7 +170,7 @@ class CacheEmission:
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
         for lp, blk in self.enter_points:
             if cache.has_buffer(lp):
-                e.at_before(blk.terminator)
+                e.position_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
                 ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
                 self.cache_insts[ld] = s.level
@@ -185,18 +185,18 @@ class CacheEmission:
         free = e.declare("free", T.void, [T.ptr])
         for lp, blk in self.leave_points:
             if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
-                e.at_before(blk.terminator)
+                e.position_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
-                self.cache_calls.add(e.call_fn(self._rt("__enzyme_py_cache_free") if counted
-                                               else free, [e.load(T.ptr, self.rbuf[lp])]))
+                self.cache_calls.add(e.call(self._rt("__enzyme_py_cache_free") if counted
+                                            else free, [e.load(T.ptr, self.rbuf[lp])]))
             for inner, h in self.hoist.items():
                 if h is lp and inner not in self.appended:
-                    e.at_before(blk.terminator)
+                    e.position_before(blk.terminator)
                     ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
                     bs = cache.slots[(("big", inner), h.parent)]
                     self.cache_insts[ld] = bs.level
                     self.placeholders.append((ld, bs))
-                    e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
+                    e.call(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: the frame, the loop buffers, the stores
         aug_entry = self.aug.blocks[0]
         fsize = cache.size.get(None, 0)
@@ -223,10 +223,10 @@ class CacheEmission:
                 self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
                 continue
             if lp.count is not None:
-                e.at_before(ph.terminator)
+                e.position_before(ph.terminator)
                 n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
             if n is not None:
-                buf = e.call_fn(self._rt("__enzyme_py_cache_alloc"),
+                buf = e.call(self._rt("__enzyme_py_cache_alloc"),
                                 [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
                 self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
@@ -234,11 +234,11 @@ class CacheEmission:
                 # while loop: a buffer that grows (realloc) as the iterations go
                 st = Alloca(T.StructType([T.ptr, i64]), align=8)
                 aug_entry.insert(0, st)
-                e.at_before(ph.terminator)
+                e.position_before(ph.terminator)
                 e.store(ZeroInit(T.StructType([T.ptr, i64])), st, 8)
                 first = hdr.first_non_phi
-                e.at_before(first)
-                buf = e.call_fn(self._rt("__enzyme_py_cache_reserve"),
+                e.position_before(first)
+                buf = e.call(self._rt("__enzyme_py_cache_reserve"),
                                 [st, self.aiv[lp], ConstantInt(i64, rec)])
                 self.abuf[lp] = buf
                 self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
@@ -250,42 +250,42 @@ class CacheEmission:
             v = slot.aug_value
             if not v.is_instruction:
                 raise InternalError("a cached value is not an instruction")
-            e.at_before(self._def_point(v))
+            e.position_before(self._def_point(v))
             self.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
         # -- reverse: fill in the cache addresses
         self.frame_rev = None
-        e.at_end(self.rentry)
+        e.position_at_end(self.rentry)
         if fsize:
             pop = runtime_function(m, "__enzyme_py_tape_pop")
-            self.frame_rev = e.call_fn(pop, [self.tape_rev, ConstantInt(i64, fsize)])
+            self.frame_rev = e.call(pop, [self.tape_rev, ConstantInt(i64, fsize)])
         for ld, slot in self.placeholders:
-            e.at_before(ld)
+            e.position_before(ld)
             ld.set_operand(0, self._rev_addr(slot))
         # -- reverse: appended buffers are freed when the reverse sweep returns
         for lp in self.appended:
-            e.at_before(self.rret.terminator)
+            e.position_before(self.rret.terminator)
             ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
                                align=8))
             self.cache_insts[ld] = None
-            e.call_fn(self._rt("__enzyme_py_cache_free"), [ld])
+            e.call(self._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: push the frame when returning
         if fsize and self.exit is not None:
             ret = self.vmap[self.exit].terminator
-            e.at_before(ret)
+            e.position_before(ret)
             for lp, state in self.appended_state.items():  # appended buffers' addresses
                 gs = cache.slots[(("grow", lp), None)]
                 self.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
             reserve = self._rt("__enzyme_py_tape_reserve")
-            p = e.call_fn(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
+            p = e.call(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
-            self.cache_insts[e.call_fn(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
-                                                ConstantInt(T.i1, 0)])] = None
+            self.cache_insts[e.call(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
+                                             ConstantInt(T.i1, 0)])] = None
         for b in self.cfg.rpo:
-            e.at_end(self.rpop[b])
+            e.position_at_end(self.rpop[b])
             e.br(self.rhead[b])
-            e.at_end(self.rhead[b])
+            e.position_at_end(self.rhead[b])
             e.br(self.rbody[b])
-        e.at_end(self.rentry)
+        e.position_at_end(self.rentry)
         if self.exit is None:
             e.ret(Undef(self.out_type))
         else:

@@ -478,7 +478,8 @@ def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:
     from .split import HEADER, static_tape_bytes   # split builds on this module
     call = site.call
     loc = location(call)
-    e = Emitter(module).at_before(call)
+    e = Emitter(module)
+    e.position_before(call)
     # A tape whose size is known at compile time (no pushes in loops or recursion) lives
     # in the caller's frame, right after its header: no malloc/free per gradient, and
     # once the two sweeps are inlined the frame's stores and loads fold away.
@@ -503,17 +504,17 @@ def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:
         else:
             e.store(ZeroInit(TAPE_TYPE), tape, 8)
         args = _args_for(e, site, None, loc, lane=k if W > 1 else None)
-        p = e.call_fn(guarded(module, gen.aug, site.fn.name), args + [tape])
+        p = e.call(guarded(module, gen.aug, site.fn.name), args + [tape])
         if gen.ret_shadow:
             p = e.extractvalue(p, [0])
         primal = p if primal is None else primal
         rargs = list(args)
         if gen.ret_active:
             rargs.append(ConstantFP(fn.return_type, 1.0))
-        res = e.call_fn(guarded(module, gen.rev, site.fn.name), rargs + [tape])
+        res = e.call(guarded(module, gen.rev, site.fn.name), rargs + [tape])
         if not on_stack:
             free = e.declare("free", T.void, [T.ptr])
-            e.call_fn(free, [e.load(T.ptr, tape, 8)])
+            e.call(free, [e.load(T.ptr, tape, 8)])
         lanes.append([e.extractvalue(res, [j]) for j in range(len(gen.out_args))])
     # each active argument's W derivatives together: struct { double da[W]; double db[W]; }
     outs = [lanes[k][j] for j in range(len(gen.out_args)) for k in range(W)]
@@ -528,8 +529,9 @@ def lower_forward(site: AutodiffSite, gen, module) -> None:
     the primal only; ``enzyme_noret``: nothing)."""
     call = site.call
     loc = location(call)
-    e = Emitter(module).at_before(call)
-    res = e.call_fn(guarded(module, gen.fn, site.fn.name), _args_for(e, site, None, loc))
+    e = Emitter(module)
+    e.position_before(call)
+    res = e.call(guarded(module, gen.fn, site.fn.name), _args_for(e, site, None, loc))
     rm = site.ret_markers
     if gen.ret_pair:
         primal = e.extractvalue(res, [0])

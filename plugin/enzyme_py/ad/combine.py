@@ -64,19 +64,19 @@ def _add_fn(m):
     e = Emitter(m)
     entry, hit, miss, evict, put = (fn.append_basic_block(x) for x in
                                     ("entry", "hit", "miss", "evict", "put"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     slot, val = _slot_of(e, table, q)
     a = e.load(T.ptr, slot, 8)
-    e.cbr(e.icmp("eq", a, q), hit, miss)
-    e.at_end(hit)
-    e.store(e.add(e.load(T.double, val, 8), d), val, 8)
+    e.cbranch(e.icmp("eq", a, q), hit, miss)
+    e.position_at_end(hit)
+    e.store(e.fadd(e.load(T.double, val, 8), d), val, 8)
     e.ret()
-    e.at_end(miss)
-    e.cbr(e.icmp("eq", a, ConstantNull(T.ptr)), put, evict)
-    e.at_end(evict)
+    e.position_at_end(miss)
+    e.cbranch(e.icmp("eq", a, ConstantNull(T.ptr)), put, evict)
+    e.position_at_end(evict)
     e.insert(AtomicRMW("fadd", a, e.load(T.double, val, 8), "monotonic", align=8))
     e.br(put)
-    e.at_end(put)
+    e.position_at_end(put)
     e.store(q, slot, 8)
     e.store(d, val, 8)
     e.ret()
@@ -92,14 +92,14 @@ def _probe_fn(m):
     table, q = fn.args
     e = Emitter(m)
     entry, hit, done = (fn.append_basic_block(x) for x in ("entry", "hit", "done"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     slot, val = _slot_of(e, table, q)
-    e.cbr(e.icmp("eq", e.load(T.ptr, slot, 8), q), hit, done)
-    e.at_end(hit)
+    e.cbranch(e.icmp("eq", e.load(T.ptr, slot, 8), q), hit, done)
+    e.position_at_end(hit)
     e.insert(AtomicRMW("fadd", q, e.load(T.double, val, 8), "monotonic", align=8))
     e.store(ConstantNull(T.ptr), slot, 8)
     e.br(done)
-    e.at_end(done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -113,24 +113,24 @@ def _flush_fn(m):
     e = Emitter(m)
     entry, loop, hit, nxt, done = (fn.append_basic_block(x) for x in
                                    ("entry", "loop", "hit", "next", "done"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     e.br(loop)
-    e.at_end(loop)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
     slot = e.insert(GEP(_SLOT, table, [i]))
     a = e.load(T.ptr, slot, 8)
-    e.cbr(e.icmp("eq", a, ConstantNull(T.ptr)), nxt, hit)
-    e.at_end(hit)
+    e.cbranch(e.icmp("eq", a, ConstantNull(T.ptr)), nxt, hit)
+    e.position_at_end(hit)
     val = e.insert(GEP(_SLOT, slot, [ConstantInt(T.i32, 0), ConstantInt(T.i32, 1)]))
     e.insert(AtomicRMW("fadd", a, e.load(T.double, val, 8), "monotonic", align=8))
     e.store(ConstantNull(T.ptr), slot, 8)
     e.br(nxt)
-    e.at_end(nxt)
+    e.position_at_end(nxt)
     i1 = e.binop("add", i, ConstantInt(T.i64, 1))
-    e.cbr(e.icmp("ult", i1, ConstantInt(T.i64, TABLE)), loop, done)
+    e.cbranch(e.icmp("ult", i1, ConstantInt(T.i64, TABLE)), loop, done)
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(i1, nxt)
-    e.at_end(done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -174,30 +174,30 @@ def combine_adjoint_adds(m, fn, private_or_cache) -> bool:
     e = Emitter(m)
     entry = fn.blocks[0]
     first = next(i for i in entry.instructions if not isinstance(i, Alloca))
-    e.at_before(first)
+    e.position_before(first)
     table = e.insert(Alloca(T.ArrayType(_SLOT, TABLE), align=16))
     memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-    e.call_fn(memset, [table, ConstantInt(T.i8, 0), ConstantInt(T.i64, TABLE * 16),
-                       ConstantInt(T.i1, 0)])
+    e.call(memset, [table, ConstantInt(T.i8, 0), ConstantInt(T.i64, TABLE * 16),
+                    ConstantInt(T.i1, 0)])
     for inst in insts:
         if _combined_add(inst):
-            e.at_before(inst)
-            e.call_fn(add, [table, inst.operand(0), inst.operand(1)])
+            e.position_before(inst)
+            e.call(add, [table, inst.operand(0), inst.operand(1)])
             inst.erase()
         elif isinstance(inst, (Load, Store)):
             ptr = inst.operand(0 if isinstance(inst, Load) else 1)
             ty = inst.type if isinstance(inst, Load) else inst.operand(0).type
             if private_or_cache(inst) or isinstance(underlying_object(ptr), Alloca):
                 continue
-            e.at_before(inst)
+            e.position_before(inst)
             if ty == T.double and (inst.align or 0) >= 8:
-                e.call_fn(probe, [table, ptr])
+                e.call(probe, [table, ptr])
             elif isinstance(inst, Store) or ty.is_float or ty.is_vector:
-                e.call_fn(flush, [table])
+                e.call(flush, [table])
             # (integer and pointer loads: no double adjoint lives in such memory)
         elif isinstance(inst, (AtomicRMW, CmpXchg)) or isinstance(inst, Ret) or (
                 isinstance(inst, Call) and not _reads_nothing(inst)
                 and not private_or_cache(inst) and not _private_intrinsic(inst)):
-            e.at_before(inst)
-            e.call_fn(flush, [table])
+            e.position_before(inst)
+            e.call(flush, [table])
     return True

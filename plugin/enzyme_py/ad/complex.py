@@ -45,24 +45,24 @@ def _undef():
 
 
 def _log(e, re, im):
-    return e.call("log", e.call("hypot", re, im)), e.call("atan2", im, re)
+    return e.libm("log", e.libm("hypot", re, im)), e.libm("atan2", im, re)
 
 
 def _exp(e, re, im):
-    m = e.call("exp", re)
-    return e.mul(m, e.call("cos", im)), e.mul(m, e.call("sin", im))
+    m = e.libm("exp", re)
+    return e.fmul(m, e.libm("cos", im)), e.fmul(m, e.libm("sin", im))
 
 
 def _mul(e, a, b, c, d):
-    return e.sub(e.mul(a, c), e.mul(b, d)), e.add(e.mul(a, d), e.mul(b, c))
+    return e.fsub(e.fmul(a, c), e.fmul(b, d)), e.fadd(e.fmul(a, d), e.fmul(b, c))
 
 
 def _cabs(e, re, im):
-    return e.call("hypot", re, im)
+    return e.libm("hypot", re, im)
 
 
 def _carg(e, re, im):
-    return e.call("atan2", im, re)
+    return e.libm("atan2", im, re)
 
 
 def _cexp(e, re, im):
@@ -75,13 +75,13 @@ def _clog(e, re, im):
 
 def _csqrt(e, re, im):
     # t = sqrt((|z| + |re|) / 2); re >= 0: (t, im / 2t), else (|im| / 2t, copysign(t, im))
-    t = e.call("sqrt", e.mul(e.add(e.call("hypot", re, im), e.call("fabs", re)), _c(0.5)))
+    t = e.libm("sqrt", e.fmul(e.fadd(e.libm("hypot", re, im), e.libm("fabs", re)), _c(0.5)))
     zero = e.fcmp("oeq", t, _c(0.0))
-    two_t = e.select(zero, _c(1.0), e.mul(t, _c(2.0)))     # z = 0: result 0
-    q = e.div(im, two_t)
+    two_t = e.select(zero, _c(1.0), e.fmul(t, _c(2.0)))     # z = 0: result 0
+    q = e.fdiv(im, two_t)
     pos = e.fcmp("oge", re, _c(0.0))
-    r_re = e.select(pos, t, e.call("fabs", q))
-    r_im = e.select(pos, q, e.call("copysign", t, im))
+    r_re = e.select(pos, t, e.libm("fabs", q))
+    r_im = e.select(pos, q, e.libm("copysign", t, im))
     return _pack(e, r_re, r_im)
 
 
@@ -95,9 +95,9 @@ def _muldc3(e, a, b, c, d):
 
 
 def _divdc3(e, a, b, c, d):
-    den = e.add(e.mul(c, c), e.mul(d, d))
-    return _pack(e, e.div(e.add(e.mul(a, c), e.mul(b, d)), den),
-                 e.div(e.sub(e.mul(b, c), e.mul(a, d)), den))
+    den = e.fadd(e.fmul(c, c), e.fmul(d, d))
+    return _pack(e, e.fdiv(e.fadd(e.fmul(a, c), e.fmul(b, d)), den),
+                 e.fdiv(e.fsub(e.fmul(b, c), e.fmul(a, d)), den))
 
 
 # name: (number of double parameters, returns a complex, body)
@@ -119,7 +119,7 @@ def _reference(module, name):
     fn = module.add_function(rname, T.FunctionType(rt, [_D] * nparams), linkage="internal",
                              fn_attrs="nounwind", unique=False)
     e = Emitter(module)
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     e.ret(body(e, *fn.args))
     return fn
 

@@ -73,8 +73,8 @@ class CallHooks:
                           f"{len(params)} argument(s); the call passes {len(args)} (the "
                           "arguments, each pointer followed by its shadow)",
                           location=gen.ctx.err_loc(inst))
-        e.at_before(A)
-        res = e.call_fn(aug, args)
+        e.position_before(A)
+        res = e.call(aug, args)
         rty = aug.function_type.ret
         if inst.type.is_void:
             if not rty.is_pointer:
@@ -92,16 +92,16 @@ class CallHooks:
         # the rule's reverse runs after this frame's allocas are gone: pass it snapshots
         # (taken right after the call) of the local arrays it reads, freed after it ran
         locals_ = self._locals(gen, inst)
-        slot = e.call_fn(runtime_function(m, "__enzyme_py_tape_reserve",
-                                          owner=gen.ctx.fname(gen.P)),
+        slot = e.call(runtime_function(m, "__enzyme_py_tape_reserve",
+                                       owner=gen.ctx.fname(gen.P)),
                          [gen.tape_aug, ConstantInt(T.i64, 8 + 16 * len(locals_))])
         e.store(tape, slot, 8)
         malloc = e.declare("malloc", T.ptr, [T.i64])
         memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
         for j, (k, base, size) in enumerate(locals_):
             pa, pb = A.args[k], gen.vmap[base]
-            snap = e.call_fn(malloc, [ConstantInt(T.i64, size)])
-            e.call_fn(memcpy, [snap, pb, ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+            snap = e.call(malloc, [ConstantInt(T.i64, size)])
+            e.call(memcpy, [snap, pb, ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
             off = e.binop("sub", e.cast("ptrtoint", pa, T.i64), e.cast("ptrtoint", pb, T.i64))
             e.store(snap, e.gep_bytes(slot, 8 + 16 * j), 8)
             e.store(off, e.gep_bytes(slot, 16 + 16 * j), 8)
@@ -160,7 +160,7 @@ class CallHooks:
         m = gen.ctx.module
         rev = m.get_function(rule.fns[2])
         locals_ = self._locals(gen, inst)
-        q = e.call_fn(runtime_function(m, "__enzyme_py_tape_pop"),
+        q = e.call(runtime_function(m, "__enzyme_py_tape_pop"),
                       [gen.tape_rev, ConstantInt(T.i64, 8 + 16 * len(locals_))])
         snaps = {}
         for j, (k, _base, _size) in enumerate(locals_):
@@ -181,10 +181,10 @@ class CallHooks:
                           f"argument(s); EnzymePy passes {len(args)} (the arguments, each "
                           "pointer followed by its shadow, the return value's differential "
                           "if it is a float, the tape)", location=gen.ctx.err_loc(inst))
-        res = e.call_fn(rev, args)
+        res = e.call(rev, args)
         free = e.declare("free", T.void, [T.ptr])
         for snap, _ in snaps.values():
-            e.call_fn(free, [snap])
+            e.call(free, [snap])
         outs = [a for a in inst.args if floatish(a.type)]
         rty = rev.function_type.ret
         if rty.is_void or not outs:

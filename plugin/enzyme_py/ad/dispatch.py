@@ -92,7 +92,7 @@ def rule_wrapper(module, fn):
     w = module.add_function(f"{fn.name}.enzyme", ft, linkage="internal",
                             fn_attrs="nounwind")
     e = Emitter(module)
-    e.at_end(w.append_basic_block("entry"))
+    e.position_at_end(w.append_basic_block("entry"))
     r = e.insert(Call(ft, fn, list(w.args)))
     e.ret(None if ft.ret == T.void else r)
     return w
@@ -138,11 +138,11 @@ def trap(module, fnty, caller: str, inst, ncand: int):
     fn = module.add_function(name, fnty, linkage="internal",
                              fn_attrs="noinline cold noreturn nounwind")
     e = Emitter(module)
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
-    e.call_fn(write, [ConstantInt(T.i32, 2), _string(module, msg),
-                      ConstantInt(T.i64, len(msg.encode()))])
-    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.call(write, [ConstantInt(T.i32, 2), _string(module, msg),
+                   ConstantInt(T.i64, len(msg.encode()))])
+    e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.insert(Unreachable())
     return fn
 

@@ -1,16 +1,17 @@
-"""A small instruction emitter for the AD pass: an insertion point plus helpers
-that build arithmetic on scalars, vectors and float aggregates (adjoints of
-structs are added element-wise), libm calls by base name, and memory ops.
+"""The AD pass's instruction builder, ``Emitter``: ``ir.IRBuilder`` plus what is
+specific to AD (operands computed on first use, ``Lazy``; adjoints of structs and
+arrays added element-wise; float constants typed after a value; libm calls by base
+name), and helpers for building derivatives: zeros and accumulator zeros, type
+suffixes, copying a function body, which call arguments pass a shadow.
 """
 
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import (BinaryOp, Br, Call, Cast, ExtractElement, ExtractValue, FCmp,
-                               GEP, ICmp, InsertElement, InsertValue, Load, Phi, Ret, Select,
-                               Store, Switch, UnaryOp)
-from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, Poison, Undef,
-                         Value, ZeroInit)
+from ..ir.builder import IRBuilder
+from ..ir.instructions import InsertValue
+from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, ConstantSplat,
+                         Poison, Undef, ZeroInit)
 
 # libm names that have an LLVM intrinsic (we prefer the intrinsic: vectors work too)
 _INTRINSIC = {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "pow", "fabs",
@@ -86,50 +87,29 @@ def copy_body(src, dst, vmap):
                 c.set_operand(u.index, mv)
 
 
-class Emitter:
+class Emitter(IRBuilder):
+    """The AD pass's builder: an ``IRBuilder`` whose operands may also be ``Lazy``
+    (resolved on use), with ``fadd`` element-wise on float aggregates, ``const`` typed
+    after a value, and ``libm`` calls by base name."""
+
     def __init__(self, module):
-        self.module = module
-        self.block = None
-        self.before = None
+        super().__init__(module=module)
 
-    # -- position ---------------------------------------------------------------
-    def at_end(self, block):
-        self.block, self.before = block, None
-        return self
+    def resolve(self, v):
+        return v.get() if isinstance(v, Lazy) else v
 
-    def at_before(self, inst):
-        self.block, self.before = inst.parent, inst
-        return self
-
-    def insert(self, inst):
-        if self.before is not None:
-            inst.insert_before(self.before)
-        else:
-            term = self.block.terminator
-            if term is not None:
-                inst.insert_before(term)
-            else:
-                self.block.append(inst)
-        return inst
-
-    def _v(self, x):
-        return x.get() if isinstance(x, Lazy) else x
-
-    # -- constants -------------------------------------------------------------
     def const(self, v, like):
+        """The float constant ``v`` of ``like``'s type (``like`` a type or a value;
+        every lane of a vector)."""
         ty = like if isinstance(like, T.Type) else like.type
         if ty.is_vector:
-            from ..ir.values import ConstantSplat
             return ConstantSplat(ty, [self.const(v, ty.element)])
-        return ConstantFP(ty, float(v))  # ir.values.fp_text rounds and spells it exactly
+        return self.const_fp(ty, v)  # ir.values.fp_text rounds and spells it exactly
 
-    # -- arithmetic ------------------------------------------------------------
-    def binop(self, op, a, b):
-        a, b = self._v(a), self._v(b)
-        return self.insert(BinaryOp(op, a, b))
-
-    def add(self, a, b):
-        a, b = self._v(a), self._v(b)
+    def fadd(self, a, b, name=None, flags=()):
+        """``fadd``, also of structs and arrays of floats (field by field; integer and
+        pointer fields carry no adjoint and keep ``a``'s value)."""
+        a, b = self.resolve(a), self.resolve(b)
         ty = a.type
         if ty.is_struct or ty.is_array:
             n = len(ty.elements) if ty.is_struct else ty.count
@@ -138,71 +118,21 @@ class Emitter:
                 et = ty.elements[i] if ty.is_struct else ty.element
                 if not _has_float(et):
                     continue      # an integer or pointer field carries no adjoint
-                s = self.add(self.extractvalue(a, [i]), self.extractvalue(b, [i]))
+                s = self.fadd(self.extractvalue(a, [i]), self.extractvalue(b, [i]))
                 out = self.insertvalue(out, s, [i])
             return out
-        return self.binop("fadd", a, b)
+        return super().fadd(a, b, name, flags)
 
-    def sub(self, a, b):
-        return self.binop("fsub", a, b)
-
-    def mul(self, a, b):
-        return self.binop("fmul", a, b)
-
-    def div(self, a, b):
-        return self.binop("fdiv", a, b)
-
-    def neg(self, a):
-        return self.insert(UnaryOp("fneg", self._v(a)))
-
-    def fcmp(self, pred, a, b):
-        return self.insert(FCmp(pred, self._v(a), self._v(b)))
-
-    def icmp(self, pred, a, b):
-        return self.insert(ICmp(pred, self._v(a), self._v(b)))
-
-    def select(self, c, a, b):
-        return self.insert(Select(self._v(c), self._v(a), self._v(b)))
-
-    def cast(self, op, v, ty):
-        return self.insert(Cast(op, self._v(v), ty))
-
-    def sitofp(self, i, like):
-        ty = like if isinstance(like, T.Type) else like.type
-        return self.cast("sitofp", i, ty)
-
-    def isub1(self, i):
-        i = self._v(i)
-        return self.binop("sub", i, ConstantInt(i.type, 1))
-
-    def extractvalue(self, agg, idx):
-        return self.insert(ExtractValue(self._v(agg), idx))
-
-    def insertvalue(self, agg, v, idx):
-        return self.insert(InsertValue(self._v(agg), self._v(v), idx))
-
-    def extractelement(self, vec, i):
-        return self.insert(ExtractElement(self._v(vec), self._v(i)))
-
-    def insertelement(self, vec, x, i):
-        return self.insert(InsertElement(self._v(vec), self._v(x), self._v(i)))
-
-    # -- calls -----------------------------------------------------------------
-    def declare(self, name, ret, params, varargs=False):
-        fnty = T.FunctionType(ret, params, varargs)
-        return self.module.get_or_insert_function(name, fnty)
-
-    def call_fn(self, fn, args, fn_attrs=""):
-        args = [self._v(a) for a in args]
-        return self.insert(Call(fn.function_type, fn, args, fn_attrs=fn_attrs))
-
-    def call(self, name, *args):
-        """libm / intrinsic call by base name, typed after the first argument."""
-        args = [self._v(a) for a in args]
+    def libm(self, name, *args):
+        """libm / intrinsic call by base name, typed after the first argument: the LLVM
+        intrinsic where there is one (``llvm.cos.f64``; any function of a vector), else
+        the libm function (``tan``, ``tanf``, ``tanl``); ``__enzyme_py_*`` names are
+        EnzymePy's runtime functions."""
+        args = [self.resolve(a) for a in args]
         ty = args[0].type
         if name.startswith("__enzyme_py_"):
             from .runtime import runtime_function
-            return self.call_fn(runtime_function(self.module, name, ty), args)
+            return self.call(runtime_function(self.module, name, ty), args)
         if name in _INTRINSIC or ty.is_vector:
             sfx = type_suffix(ty)
             iname = f"llvm.{name}.{sfx}" + (".i32" if name == "powi" else "")
@@ -215,39 +145,7 @@ class Emitter:
             else:
                 lname = name + "l"
             fn = self.declare(lname, ty, [a.type for a in args])
-        return self.call_fn(fn, args)
-
-    # -- memory ----------------------------------------------------------------
-    def load(self, ty, p, align=None):
-        return self.insert(Load(ty, self._v(p), align=align))
-
-    def store(self, v, p, align=None):
-        return self.insert(Store(self._v(v), self._v(p), align=align))
-
-    def gep_bytes(self, p, off):
-        off = off if isinstance(off, Value) else ConstantInt(T.i64, off)
-        return self.insert(GEP(T.i8, self._v(p), [off]))
-
-    # -- control flow ------------------------------------------------------------
-    def br(self, dest):
-        return self.block.append(Br(dest))
-
-    def cbr(self, c, t, f):
-        return self.block.append(Br(self._v(c), t, f))
-
-    def switch(self, v, default, cases):
-        return self.block.append(Switch(self._v(v), default, cases))
-
-    def ret(self, v=None):
-        return self.block.append(Ret(self._v(v) if v is not None else None))
-
-    def phi(self, ty, incoming=()):
-        p = Phi(ty, incoming)
-        if self.block.instructions:
-            self.block.insert(0, p)
-        else:
-            self.block.append(p)
-        return p
+        return self.call(fn, args)
 
 
 def poison(ty):

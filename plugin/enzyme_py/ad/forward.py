@@ -208,7 +208,7 @@ class ForwardGen:
             return   # not involved (check_kind)
         if isinstance(inst, Ret):
             if self.ret_pair:
-                e.at_before(A)
+                e.position_before(A)
                 v = inst.value
                 agg = e.insertvalue(Undef(self.fn.return_type), A.value, [0])
                 if pointer_aggregate(v.type):
@@ -238,7 +238,7 @@ class ForwardGen:
                 (self.sh if shadow else self.tan)[inst] = lanes
                 self.pending.append((inst, lanes, shadow))
             return
-        e.at_before(self._next(A))
+        e.position_before(self._next(A))
         if isinstance(inst, Store):
             self._store(inst, A)
             return
@@ -370,7 +370,7 @@ class ForwardGen:
         if n.type != T.i64:
             n = e.cast("zext", n, T.i64)
         memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-        e.call_fn(memset, [p, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
+        e.call(memset, [p, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
 
     def _alloca(self, inst, A):
         e, dl = self.e, self.ctx.module.datalayout
@@ -402,7 +402,7 @@ class ForwardGen:
         if ekind in ("nomem", "typehint") or openmp.fwd_call(self, inst, A):
             return
         nxt = self._next(A)
-        e.at_before(nxt)
+        e.position_before(nxt)
         if ekind == "mpi" and not mpi.user_rule(self, inst):
             mpi.fwd_call(self, inst, A)
             return
@@ -431,7 +431,7 @@ class ForwardGen:
                 if out in act.shadowed:   # posix_memalign: zeroed shadows stored alongside
                     calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
                     for s in self.S(out, inst):
-                        e.store(e.call_fn(calloc, [A.args[eff.size[1]], ConstantInt(T.i64, 1)]),
+                        e.store(e.call(calloc, [A.args[eff.size[1]], ConstantInt(T.i64, 1)]),
                                 s, 8)
             elif inst in act.shadowed:
                 self._alloc(inst, A, name)
@@ -447,7 +447,7 @@ class ForwardGen:
             if args and args[0] in act.shadowed:
                 free = e.declare("free", T.void, [T.ptr])
                 for s in self.S(args[0], inst):
-                    e.call_fn(free, [s])
+                    e.call(free, [s])
             return
         mem = ekind if ekind in ("memcpy", "memmove", "memset") else None
         if mem is not None:
@@ -508,11 +508,11 @@ class ForwardGen:
         calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
         if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
             realloc = e.declare("realloc", T.ptr, [T.ptr, T.i64])
-            lanes = [e.call_fn(realloc, [o, A.args[1]]) for o in self.S(inst.args[0], inst)]
+            lanes = [e.call(realloc, [o, A.args[1]]) for o in self.S(inst.args[0], inst)]
         else:
             # (a realloc of a block without a shadow held constant data: zero tangents)
             n = written(e, None, eff.size, A.args, A)
-            lanes = [e.call_fn(calloc, [n, ConstantInt(T.i64, 1)]) for _ in range(self.W)]
+            lanes = [e.call(calloc, [n, ConstantInt(T.i64, 1)]) for _ in range(self.W)]
         self.sh[inst] = lanes
 
     def _custom(self, inst, A, rule):
@@ -538,9 +538,9 @@ class ForwardGen:
                               f"{len(params)} argument(s); EnzymePy passes {len(call_args)} "
                               "(each float or pointer argument followed by its tangent)",
                               location=self.ctx.err_loc(inst))
-            c = e.call_fn(fwd, [x if x.type == p or not (x.type.is_float and p.is_float)
-                                else e.cast("fpext" if p.width > x.type.width else "fptrunc",
-                                            x, p) for x, p in zip(call_args, params)])
+            c = e.call(fwd, [x if x.type == p or not (x.type.is_float and p.is_float)
+                             else e.cast("fpext" if p.width > x.type.width else "fptrunc",
+                                         x, p) for x, p in zip(call_args, params)])
             lanes_out.append(c)
         if inst in self.act.active:
             rty = fwd.function_type.ret
@@ -557,7 +557,7 @@ class ForwardGen:
                 kinds.append("dup")
             else:
                 kinds.append("const")
-        e.at_before(A)
+        e.position_before(A)
         if callee is None:
             g, target = forward_target(self, inst, kinds)
         else:
@@ -568,8 +568,8 @@ class ForwardGen:
             call_args.append(self.P_(a))
             if k == "dup":
                 call_args.extend(self.S(a, inst) if a.type.is_pointer else self.T(a))
-        e.at_before(A)
-        c = e.insert(Call(g.fn.function_type, target, [e._v(a) for a in call_args]))
+        e.position_before(A)
+        c = e.call(target, call_args, fnty=g.fn.function_type)
         if g.ret_pair:
             pv = e.extractvalue(c, [0])
             lanes = [e.extractvalue(c, [1 + k]) for k in range(self.W)]

@@ -66,7 +66,7 @@ def written(e, k, size, args, result):
                         ConstantInt(T.i64, size[1]))
     if kind == "cstr":
         strlen = e.declare("strlen", T.i64, [T.ptr])
-        n = e.binop("add", e.call_fn(strlen, [args[k]]), ConstantInt(T.i64, 1))
+        n = e.binop("add", e.call(strlen, [args[k]]), ConstantInt(T.i64, 1))
         guard = size[1]
         if guard == "ret":
             return e.select(e.icmp("eq", result, ConstantNull(T.ptr)), zero, n)
@@ -78,7 +78,7 @@ def written(e, k, size, args, result):
 
 def memset0(e, p, n):
     memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-    e.call_fn(memset, [p, ConstantInt(T.i8, 0), _i64(e, n), ConstantInt(T.i1, 0)])
+    e.call(memset, [p, ConstantInt(T.i8, 0), _i64(e, n), ConstantInt(T.i1, 0)])
 
 
 def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
@@ -87,7 +87,7 @@ def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
     so every adjoint of the destination is read before any is zeroed or added to."""
     from .runtime import runtime_function
     name = "__enzyme_py_memmove_adj" if overlap else "__enzyme_py_memcpy_adj"
-    e.call_fn(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
+    e.call(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
 
 
 def strip_type_hints(module):

@@ -276,17 +276,17 @@ def _helper(module, name, ty, params, body):
                              fn_attrs="nounwind")
     e = Emitter(module)
     entry, loop, done = (fn.append_basic_block(x) for x in ("entry", "loop", "done"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     n = fn.args[-1]
-    e.cbr(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
-    e.at_end(loop)
+    e.cbranch(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
     body(e, fn.args, i, ty)
     nxt = e.binop("add", i, ConstantInt(T.i64, 1))
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(nxt, loop)
-    e.cbr(e.icmp("slt", nxt, n), loop, done)
-    e.at_end(done)
+    e.cbranch(e.icmp("slt", nxt, n), loop, done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -315,7 +315,7 @@ def _masked_add(module, ty):
         o = e.load(T.i32, _elem(e, T.i32, a[2], i))
         from .emit import zero
         v = e.select(e.icmp("eq", o, a[3]), s, zero(ty))
-        e.store(e.add(e.load(ty, pd), v), pd)
+        e.store(e.fadd(e.load(ty, pd), v), pd)
     return _helper(module, f"__enzyme_py_mpi_masked_add.{ty}", ty,
                    [T.ptr, T.ptr, T.ptr, T.i32, T.i64], body)
 
@@ -326,7 +326,7 @@ def _mul_add(module, ty):
         pd = _elem(e, ty, a[0], i)
         s = e.load(ty, _elem(e, ty, a[1], i))
         f = e.load(ty, _elem(e, ty, a[2], i))
-        e.store(e.add(e.load(ty, pd), e.mul(s, f)), pd)
+        e.store(e.fadd(e.load(ty, pd), e.fmul(s, f)), pd)
     return _helper(module, f"__enzyme_py_mpi_mul_add.{ty}", ty,
                    [T.ptr, T.ptr, T.ptr, T.i64], body)
 
@@ -347,7 +347,7 @@ def _prod_step(module, ty):
         pf = _elem(e, ty, a[0], i)
         g = e.load(ty, _elem(e, ty, a[1], i))
         v = e.select(e.icmp("eq", a[2], a[3]), ConstantFP(ty, 1.0), g)
-        e.store(e.mul(e.load(ty, pf), v), pf)
+        e.store(e.fmul(e.load(ty, pf), v), pf)
     return _helper(module, f"__enzyme_py_mpi_prod_step.{ty}", ty,
                    [T.ptr, T.ptr, T.i32, T.i32, T.i64], body)
 
@@ -365,18 +365,18 @@ def _excl_prod_all(module, ty):
     f, g, me, nr, n = fn.args
     e = Emitter(module)
     entry, loop, done = (fn.append_basic_block(x) for x in ("entry", "loop", "done"))
-    e.at_end(entry)
-    e.call_fn(init, [f, g, me, nr, n])
-    e.cbr(e.icmp("sgt", nr, ConstantInt(T.i32, 0)), loop, done)
-    e.at_end(loop)
+    e.position_at_end(entry)
+    e.call(init, [f, g, me, nr, n])
+    e.cbranch(e.icmp("sgt", nr, ConstantInt(T.i32, 0)), loop, done)
+    e.position_at_end(loop)
     q = e.phi(T.i32)
     off = e.binop("mul", e.cast("sext", q, T.i64), n)
-    e.call_fn(step, [f, _elem(e, ty, g, off), q, me, n])
+    e.call(step, [f, _elem(e, ty, g, off), q, me, n])
     nxt = e.binop("add", q, ConstantInt(T.i32, 1))
     q.add_incoming(ConstantInt(T.i32, 0), entry)
     q.add_incoming(nxt, loop)
-    e.cbr(e.icmp("slt", nxt, nr), loop, done)
-    e.at_end(done)
+    e.cbranch(e.icmp("slt", nxt, nr), loop, done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -398,10 +398,10 @@ class _Rev:
         return self.gen.shadow(v, self.b)
 
     def alloc(self, n):
-        return self.e.call_fn(self.gen._rt("__enzyme_py_shadow_alloc"), [n])
+        return self.e.call(self.gen._rt("__enzyme_py_shadow_alloc"), [n])
 
     def free(self, p):
-        self.e.call_fn(self.gen._rt("__enzyme_py_shadow_free"), [p])
+        self.e.call(self.gen._rt("__enzyme_py_shadow_free"), [p])
 
     def int_slot(self):
         a = Alloca(T.i32, align=4)
@@ -416,7 +416,7 @@ def _entry_alloca(fn, ty, align):
 
 
 def _rank(c, e, slot, comm, what="Comm_rank"):
-    e.call_fn(c.fn(e, what), [comm, slot])
+    e.call(c.fn(e, what), [comm, slot])
     return e.load(T.i32, slot, 4)
 
 
@@ -448,15 +448,15 @@ def aug_call(gen, inst, A):
         return
     e = gen.e
     m = gen.ctx.module
-    e.at_before(A.parent.instructions[A.parent.index_of(A) + 1])
+    e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
     if k == "nonblocking":
         kind = c.dtype()
         if kind != "int":
             info[inst] = {"rec": nb.aug_nonblocking(c, gen, inst, A, e, kind)}
     elif k == "wait":
-        info[inst] = {"rec": e.call_fn(nb.take_record(m), [A.args[c.pos["req"]]])}
+        info[inst] = {"rec": e.call(nb.take_record(m), [A.args[c.pos["req"]]])}
     elif k == "waitall":
-        info[inst] = {"arr": e.call_fn(nb.take_all(m, c), [A.args[c.pos["reqs"]],
+        info[inst] = {"arr": e.call(nb.take_all(m, c), [A.args[c.pos["reqs"]],
                                                         _i64(e, A.args[c.pos["n"]])])}
     elif k in ("recv", "sendrecv"):
         dkey = "dt" if k == "recv" else "rdt"
@@ -545,7 +545,7 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
                 hint="use separate send and receive buffers")
     x = A.args[c.pos["sbuf"]]
     # (MPI_IN_PLACE chosen at run time: stop with a message)
-    e.call_fn(_refuse_in_place(m, f"with MPI_{op.upper()}"), [x, c.in_place(e)])
+    e.call(_refuse_in_place(m, f"with MPI_{op.upper()}"), [x, c.in_place(e)])
     fn = A.parent.parent
     me_slot = _entry_alloca(fn, T.i32, 4)
     me = _rank(c, e, me_slot, comm)
@@ -554,26 +554,26 @@ def _extreme_aux(c, gen, inst, A, e, op, kind):
     if op == "prod":
         np_slot = _entry_alloca(fn, T.i32, 4)
         nr = _rank(c, e, np_slot, comm, "Comm_size")
-        g = e.call_fn(alloc, [e.binop("mul", nbytes, e.cast("sext", nr, T.i64))])
-        e.call_fn(c.fn(e, "Allgather"), [x, A.args[c.pos["count"]], A.args[c.pos["dt"]], g,
-                                         A.args[c.pos["count"]], A.args[c.pos["dt"]], comm])
-        f = e.call_fn(alloc, [nbytes])
-        e.call_fn(_excl_prod_all(m, ty), [f, g, me, nr, n])
-        e.call_fn(free, [g])
+        g = e.call(alloc, [e.binop("mul", nbytes, e.cast("sext", nr, T.i64))])
+        e.call(c.fn(e, "Allgather"), [x, A.args[c.pos["count"]], A.args[c.pos["dt"]], g,
+                                      A.args[c.pos["count"]], A.args[c.pos["dt"]], comm])
+        f = e.call(alloc, [nbytes])
+        e.call(_excl_prod_all(m, ty), [f, g, me, nr, n])
+        e.call(free, [g])
         return f, me
     # y: the reduction's result on every rank (Reduce: only the root has it)
     if c.kind == "reduce":
-        y = e.call_fn(alloc, [nbytes])
-        e.call_fn(c.fn(e, "Allreduce"), [x, y, A.args[c.pos["count"]], A.args[c.pos["dt"]],
-                                         A.args[c.pos["op"]], comm])
+        y = e.call(alloc, [nbytes])
+        e.call(c.fn(e, "Allreduce"), [x, y, A.args[c.pos["count"]], A.args[c.pos["dt"]],
+                                      A.args[c.pos["op"]], comm])
     else:
         y = A.args[c.pos["rbuf"]]
-    cand = e.call_fn(alloc, [e.binop("mul", n, ConstantInt(T.i64, 4))])
-    e.call_fn(_candidates(m, ty), [x, y, cand, me, n])
-    e.call_fn(c.fn(e, "Allreduce"), [c.in_place(e), cand, A.args[c.pos["count"]],
-                                     c.int_type(m), c.op_handle(m, "min"), comm])
+    cand = e.call(alloc, [e.binop("mul", n, ConstantInt(T.i64, 4))])
+    e.call(_candidates(m, ty), [x, y, cand, me, n])
+    e.call(c.fn(e, "Allreduce"), [c.in_place(e), cand, A.args[c.pos["count"]],
+                                  c.int_type(m), c.op_handle(m, "min"), comm])
     if c.kind == "reduce":
-        e.call_fn(free, [y])
+        e.call(free, [y])
     return cand, me
 
 
@@ -590,12 +590,12 @@ def _refuse_in_place(module, what):
     x, ip = fn.args
     e = Emitter(module)
     entry, bad, ok = (fn.append_basic_block(k) for k in ("entry", "bad", "ok"))
-    e.at_end(entry)
-    e.cbr(e.icmp("eq", x, ip), bad, ok)
-    e.at_end(bad)
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("eq", x, ip), bad, ok)
+    e.position_at_end(bad)
     _abort_with(module, e, f"enzyme: MPI_IN_PLACE {what} has no derivative rule (use "
                 "separate send and receive buffers)\n")
-    e.at_end(ok)
+    e.position_at_end(ok)
     e.ret()
     return fn
 
@@ -607,7 +607,7 @@ def _runtime_no_in_place(c, e, m, args, keys):
     for key in keys:
         v = c.arg(key)
         if v is not None and not (v.is_constant and not v.is_global):
-            e.call_fn(_refuse_in_place(m, f"in {c.name}"), [args[c.pos[key]], c.in_place(e)])
+            e.call(_refuse_in_place(m, f"in {c.name}"), [args[c.pos[key]], c.in_place(e)])
 
 
 # -- reverse sweep -----------------------------------------------------------------------
@@ -627,15 +627,15 @@ def rev_call(gen, inst, b):
         return
     if k == "wait":
         rec = gen._cached(("mpi_rec", inst), info["rec"], T.ptr, inst.parent, b)
-        e.call_fn(nb.start_adjoint(m, c), [rec])
+        e.call(nb.start_adjoint(m, c), [rec])
         return
     if k == "waitall":
         arr = gen._cached(("mpi_arr", inst), info["arr"], T.ptr, inst.parent, b)
-        e.call_fn(nb.start_all(m, c), [arr, _i64(e, r.P(c.arg("n")))])
+        e.call(nb.start_all(m, c), [arr, _i64(e, r.P(c.arg("n")))])
         return
     comm = r.P(c.arg("comm"))
     if k == "barrier":
-        e.call_fn(c.fn(e, "Barrier"), [comm])
+        e.call(c.fn(e, "Barrier"), [comm])
         return
     if k in ("send", "recv", "bcast", "reduce", "allreduce"):
         kind = c.dtype()
@@ -646,15 +646,15 @@ def rev_call(gen, inst, b):
         nbytes = _bytes(e, count, kind)
     if k == "send":
         tmp = r.alloc(nbytes)
-        e.call_fn(c.fn(e, "Recv"), [tmp, count, dt, r.P(c.arg("peer")), r.P(c.arg("tag")),
-                                    comm, c.status_ignore(e)])
+        e.call(c.fn(e, "Recv"), [tmp, count, dt, r.P(c.arg("peer")), r.P(c.arg("tag")),
+                                 comm, c.status_ignore(e)])
         _accumulate(e, m, ty, r.S(c.arg("buf")), tmp, nbytes)
         r.free(tmp)
     elif k == "recv":
         src, tag = _rev_source_tag(c, r, info, b, "peer", "tag")
         sb = r.S(c.arg("buf"))
         buf = sb if sb is not None else r.alloc(nbytes)
-        e.call_fn(c.fn(e, "Send"), [buf, count, dt, src, tag, comm])
+        e.call(c.fn(e, "Send"), [buf, count, dt, src, tag, comm])
         if sb is not None:
             memset0(e, sb, nbytes)
         else:
@@ -666,7 +666,7 @@ def rev_call(gen, inst, b):
         sb = r.S(c.arg("buf"))
         src = sb if sb is not None else r.alloc(nbytes)
         tmp = r.alloc(nbytes)
-        e.call_fn(c.fn(e, "Reduce"), [src, tmp, count, dt, c.op_handle(m, "sum"), root, comm])
+        e.call(c.fn(e, "Reduce"), [src, tmp, count, dt, c.op_handle(m, "sum"), root, comm])
         if sb is not None:
             memset0(e, sb, nbytes)
             _accumulate(e, m, ty, sb, tmp, nbytes)
@@ -710,12 +710,12 @@ def _rev_sendrecv(c, r, info, b, comm):
         sbytes = _bytes(e, scount, skind)
         tmp = r.alloc(sbytes)
     if skind != "int" and rkind != "int":
-        e.call_fn(c.fn(e, "Sendrecv"), [rb, rcount, rdt, src, rtag, tmp, scount, sdt, dest,
-                                        stag, comm, c.status_ignore(e)])
+        e.call(c.fn(e, "Sendrecv"), [rb, rcount, rdt, src, rtag, tmp, scount, sdt, dest,
+                                     stag, comm, c.status_ignore(e)])
     elif rkind != "int":
-        e.call_fn(c.fn(e, "Send"), [rb, rcount, rdt, src, rtag, comm])
+        e.call(c.fn(e, "Send"), [rb, rcount, rdt, src, rtag, comm])
     elif skind != "int":
-        e.call_fn(c.fn(e, "Recv"), [tmp, scount, sdt, dest, stag, comm, c.status_ignore(e)])
+        e.call(c.fn(e, "Recv"), [tmp, scount, sdt, dest, stag, comm, c.status_ignore(e)])
     if rkind != "int":
         if sr is not None:
             memset0(e, sr, rbytes)
@@ -745,7 +745,7 @@ def _rev_reduce(c, r, info, comm, count, dt, kind, ty, nbytes):
     tmp = r.alloc(nbytes)
     if c.kind == "allreduce":
         src = dy if dy is not None else r.alloc(nbytes)
-        e.call_fn(c.fn(e, "Allreduce"), [src, tmp, count, dt, c.op_handle(m, "sum"), comm])
+        e.call(c.fn(e, "Allreduce"), [src, tmp, count, dt, c.op_handle(m, "sum"), comm])
         if dy is not None:
             memset0(e, dy, nbytes)
         else:
@@ -756,9 +756,9 @@ def _rev_reduce(c, r, info, comm, count, dt, kind, ty, nbytes):
         n_root = e.select(e.icmp("eq", me, root), nbytes, ConstantInt(T.i64, 0))
         if dy is not None:
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
-            e.call_fn(memcpy, [tmp, dy, n_root, ConstantInt(T.i1, 0)])
+            e.call(memcpy, [tmp, dy, n_root, ConstantInt(T.i1, 0)])
             memset0(e, dy, n_root)
-        e.call_fn(c.fn(e, "Bcast"), [tmp, count, dt, root, comm])
+        e.call(c.fn(e, "Bcast"), [tmp, count, dt, root, comm])
     if op == "sum":
         _accumulate(e, m, ty, dx, tmp, nbytes_dx)
     elif dx is not None:
@@ -767,9 +767,9 @@ def _rev_reduce(c, r, info, comm, count, dt, kind, ty, nbytes):
         me_r = gen._cached(("mpi_me", inst), me_aug, T.i32, inst.parent, b)
         n = _i64(e, count)
         if op == "prod":
-            e.call_fn(_mul_add(m, ty), [dx, tmp, aux_r, n])
+            e.call(_mul_add(m, ty), [dx, tmp, aux_r, n])
         else:
-            e.call_fn(_masked_add(m, ty), [dx, tmp, aux_r, me_r, n])
+            e.call(_masked_add(m, ty), [dx, tmp, aux_r, me_r, n])
     if op != "sum":
         aux, _ = info["aux"]
         r.free(gen._cached(("mpi_aux", inst), aux, T.ptr, inst.parent, b))
@@ -801,7 +801,7 @@ def _rev_gather(c, r, comm):
         is_root = e.icmp("eq", me, root)
         src = dy if dy is not None else r.alloc(all_r)
         tmp = r.alloc(sbytes)
-        e.call_fn(c.fn(e, "Scatter"), [src, rcount, rdt, tmp, scount, sdt, root, comm])
+        e.call(c.fn(e, "Scatter"), [src, rcount, rdt, tmp, scount, sdt, root, comm])
         if dy is not None:
             memset0(e, dy, e.select(is_root, all_r, zero64))
         else:
@@ -812,7 +812,7 @@ def _rev_gather(c, r, comm):
         is_root = e.icmp("eq", me, root)
         src = dy if dy is not None else r.alloc(rbytes)
         tmp = r.alloc(all_s)
-        e.call_fn(c.fn(e, "Gather"), [src, rcount, rdt, tmp, scount, sdt, root, comm])
+        e.call(c.fn(e, "Gather"), [src, rcount, rdt, tmp, scount, sdt, root, comm])
         if dy is not None:
             memset0(e, dy, rbytes)
         else:
@@ -821,8 +821,8 @@ def _rev_gather(c, r, comm):
     else:
         src = dy if dy is not None else r.alloc(all_r)
         tmp = r.alloc(all_r)
-        e.call_fn(c.fn(e, "Allreduce"), [src, tmp, e.binop("mul", rcount, nr), rdt,
-                                         c.op_handle(m, "sum"), comm])
+        e.call(c.fn(e, "Allreduce"), [src, tmp, e.binop("mul", rcount, nr), rdt,
+                                      c.op_handle(m, "sum"), comm])
         if dy is not None:
             memset0(e, dy, all_r)
         else:
@@ -855,7 +855,7 @@ def fwd_call(gen, inst, A):
             args = [A.args[c.pos["req"]], ConstantInt(T.i64, 1)]
         else:
             args = [A.args[c.pos["reqs"]], _i64(gen.e, A.args[c.pos["n"]])]
-        gen.e.call_fn(nb.fwd_complete(m, c, stride), args)
+        gen.e.call(nb.fwd_complete(m, c, stride), args)
         return
     if k == "unsupported":
         _check_unsupported(c, gen.act)
@@ -874,7 +874,7 @@ def fwd_call(gen, inst, A):
             return gen.S(v, inst)
         out = []
         for _ in range(W):
-            t = e.call_fn(alloc, [nbytes])
+            t = e.call(alloc, [nbytes])
             temps.append(t)
             out.append(t)
         return out
@@ -891,14 +891,14 @@ def fwd_call(gen, inst, A):
         nbytes = _bytes(e, p("count"), kind)
     if k == "send":
         for s in lanes("buf", nbytes):
-            e.call_fn(c.fn(e, "Send"), [s, p("count"), p("dt"), p("peer"), p("tag"),
-                                        p("comm")])
+            e.call(c.fn(e, "Send"), [s, p("count"), p("dt"), p("peer"), p("tag"),
+                                     p("comm")])
     elif k == "recv":
         st = _source_tag(c, gen, A, e)
         src, tag = st if st is not None else (p("peer"), p("tag"))
         for s in lanes("buf", nbytes):
-            e.call_fn(c.fn(e, "Recv"), [s, p("count"), p("dt"), src, tag, p("comm"),
-                                        c.status_ignore(e)])
+            e.call(c.fn(e, "Recv"), [s, p("count"), p("dt"), src, tag, p("comm"),
+                                     c.status_ignore(e)])
     elif k == "sendrecv":
         skind, rkind = c.dtype("sdt"), c.dtype("rdt")
         if rkind != "int":
@@ -909,18 +909,18 @@ def fwd_call(gen, inst, A):
             sl = lanes("sbuf", _bytes(e, p("scount"), skind))
         for j in range(W):
             if skind != "int" and rkind != "int":
-                e.call_fn(c.fn(e, "Sendrecv"), [sl[j], p("scount"), p("sdt"), p("dest"),
-                                                p("stag"), rl[j], p("rcount"), p("rdt"), src,
-                                                tag, p("comm"), c.status_ignore(e)])
+                e.call(c.fn(e, "Sendrecv"), [sl[j], p("scount"), p("sdt"), p("dest"),
+                                             p("stag"), rl[j], p("rcount"), p("rdt"), src,
+                                             tag, p("comm"), c.status_ignore(e)])
             elif skind != "int":
-                e.call_fn(c.fn(e, "Send"), [sl[j], p("scount"), p("sdt"), p("dest"),
-                                            p("stag"), p("comm")])
+                e.call(c.fn(e, "Send"), [sl[j], p("scount"), p("sdt"), p("dest"),
+                                         p("stag"), p("comm")])
             elif rkind != "int":
-                e.call_fn(c.fn(e, "Recv"), [rl[j], p("rcount"), p("rdt"), src, tag,
-                                            p("comm"), c.status_ignore(e)])
+                e.call(c.fn(e, "Recv"), [rl[j], p("rcount"), p("rdt"), src, tag,
+                                         p("comm"), c.status_ignore(e)])
     elif k == "bcast":
         for s in lanes("buf", nbytes):
-            e.call_fn(c.fn(e, "Bcast"), [s, p("count"), p("dt"), p("root"), p("comm")])
+            e.call(c.fn(e, "Bcast"), [s, p("count"), p("dt"), p("root"), p("comm")])
     elif k in ("reduce", "allreduce"):
         _fwd_reduce(c, gen, inst, A, e, m, kind, nbytes, lanes, p, temps)
     elif k in ("gather", "scatter", "allgather"):
@@ -945,9 +945,9 @@ def fwd_call(gen, inst, A):
         for j in range(W):
             args = [sl[j], p("scount"), p("sdt"), rl[j], p("rcount"), p("rdt")]
             args += [p("root"), p("comm")] if k != "allgather" else [p("comm")]
-            e.call_fn(c.fn(e, base), args)
+            e.call(c.fn(e, base), args)
     for t in temps:
-        e.call_fn(free, [t])
+        e.call(free, [t])
 
 
 def _fwd_reduce(c, gen, inst, A, e, m, kind, nbytes, lanes, p, temps):
@@ -965,20 +965,20 @@ def _fwd_reduce(c, gen, inst, A, e, m, kind, nbytes, lanes, p, temps):
     if op == "sum":
         for j in range(W):
             src = c.in_place(e) if in_place else sl[j]
-            e.call_fn(c.fn(e, base), [src, rl[j], p("count"), p("dt"), sum_] + root
-                      + [p("comm")])
+            e.call(c.fn(e, base), [src, rl[j], p("count"), p("dt"), sum_] + root
+                   + [p("comm")])
         return
     aux, me = _extreme_aux(c, gen, inst, A, e, op, kind)
     n = _i64(e, p("count"))
     for j in range(W):
-        t = e.call_fn(alloc, [nbytes])
+        t = e.call(alloc, [nbytes])
         if op == "prod":
-            e.call_fn(_mul_add(m, ty), [t, sl[j], aux, n])
+            e.call(_mul_add(m, ty), [t, sl[j], aux, n])
         else:
-            e.call_fn(_masked_add(m, ty), [t, sl[j], aux, me, n])
-        e.call_fn(c.fn(e, base), [t, rl[j], p("count"), p("dt"), sum_] + root + [p("comm")])
-        e.call_fn(free, [t])
-    e.call_fn(free, [aux])
+            e.call(_masked_add(m, ty), [t, sl[j], aux, me, n])
+        e.call(c.fn(e, base), [t, rl[j], p("count"), p("dt"), sum_] + root + [p("comm")])
+        e.call(free, [t])
+    e.call(free, [aux])
 
 
 def _abort_with(module, e, text):
@@ -987,7 +987,7 @@ def _abort_with(module, e, text):
     stderr = module.get_global("stderr")
     if stderr is None:
         stderr = module.add_global("stderr", T.ptr, linkage="external", unique=False)
-    e.call_fn(fputs, [_string(module, text), e.load(T.ptr, stderr, 8)])
+    e.call(fputs, [_string(module, text), e.load(T.ptr, stderr, 8)])
     from ..ir.instructions import Unreachable
-    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.insert(Unreachable())

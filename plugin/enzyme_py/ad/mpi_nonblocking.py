@@ -52,22 +52,22 @@ def take_record(module):
     entry, loop, check, found, missing = (fn.append_basic_block(x) for x in
                                           ("entry", "loop", "check", "found", "missing"))
     head = _list_head(module)
-    e.at_end(entry)
+    e.position_at_end(entry)
     e.br(loop)
-    e.at_end(loop)
+    e.position_at_end(loop)
     link = e.phi(T.ptr)               # the address holding the pointer to the current node
     link.add_incoming(head, entry)
     cur = e.load(T.ptr, link, 8)
-    e.cbr(e.icmp("eq", cur, ConstantNull(T.ptr)), missing, check)
-    e.at_end(check)
+    e.cbranch(e.icmp("eq", cur, ConstantNull(T.ptr)), missing, check)
+    e.position_at_end(check)
     k = e.load(T.ptr, e.gep_bytes(cur, _R_KEY), 8)
     nxt_link = e.gep_bytes(cur, _R_NEXT)
     link.add_incoming(nxt_link, check)
-    e.cbr(e.icmp("eq", k, key), found, loop)
-    e.at_end(found)
+    e.cbranch(e.icmp("eq", k, key), found, loop)
+    e.position_at_end(found)
     e.store(e.load(T.ptr, e.gep_bytes(cur, _R_NEXT), 8), link, 8)
     e.ret(cur)
-    e.at_end(missing)
+    e.position_at_end(missing)
     e.ret(ConstantNull(T.ptr))
     return fn
 
@@ -91,20 +91,20 @@ def take_all(module, c):
     reqs, n = fn.args
     e = Emitter(module)
     entry, loop, done = (fn.append_basic_block(x) for x in ("entry", "loop", "done"))
-    e.at_end(entry)
-    arr = e.call_fn(runtime_function(module, "__enzyme_py_shadow_alloc"),
+    e.position_at_end(entry)
+    arr = e.call(runtime_function(module, "__enzyme_py_shadow_alloc"),
                     [e.binop("mul", n, ConstantInt(T.i64, 8))])
-    e.cbr(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
-    e.at_end(loop)
+    e.cbranch(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
     stride = 8 if c.abi == "ompi" else 4
     key = e.gep_bytes(reqs, e.binop("mul", i, ConstantInt(T.i64, stride)))
-    e.store(e.call_fn(take, [key]), _elem(e, T.ptr, arr, i), 8)
+    e.store(e.call(take, [key]), _elem(e, T.ptr, arr, i), 8)
     nxt = e.binop("add", i, ConstantInt(T.i64, 1))
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(nxt, loop)
-    e.cbr(e.icmp("slt", nxt, n), loop, done)
-    e.at_end(done)
+    e.cbranch(e.icmp("slt", nxt, n), loop, done)
+    e.position_at_end(done)
     e.ret(arr)
     return fn
 
@@ -123,9 +123,9 @@ def start_adjoint(module, c):
     e = Emitter(module)
     entry, go, send, recv, wild, done = (fn.append_basic_block(x) for x in
                                          ("entry", "go", "send", "recv", "wild", "done"))
-    e.at_end(entry)
-    e.cbr(e.icmp("eq", rec, ConstantNull(T.ptr)), done, go)
-    e.at_end(go)
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("eq", rec, ConstantNull(T.ptr)), done, go)
+    e.position_at_end(go)
     e.store(ConstantInt(T.i32, 1), e.gep_bytes(rec, _R_STARTED), 4)
     count = e.load(T.i32, e.gep_bytes(rec, _R_COUNT), 4)
     peer = e.load(T.i32, e.gep_bytes(rec, _R_PEER), 4)
@@ -135,34 +135,34 @@ def start_adjoint(module, c):
     nbytes = e.load(T.i64, e.gep_bytes(rec, _R_NBYTES), 8)
     adjreq = e.gep_bytes(rec, _R_ADJREQ)
     kind = e.load(T.i32, e.gep_bytes(rec, _R_KIND), 4)
-    e.cbr(e.icmp("eq", kind, ConstantInt(T.i32, 0)), send, recv)
+    e.cbranch(e.icmp("eq", kind, ConstantInt(T.i32, 0)), send, recv)
     alloc = runtime_function(module, "__enzyme_py_shadow_alloc")
     # the reverse of an Isend: receive the adjoint into a temporary
-    e.at_end(send)
-    tmp = e.call_fn(alloc, [nbytes])
+    e.position_at_end(send)
+    tmp = e.call(alloc, [nbytes])
     e.store(tmp, e.gep_bytes(rec, _R_TMP), 8)
     irecv = e.declare("MPI_Irecv", T.i32, [T.ptr, T.i32, h, T.i32, T.i32, h, T.ptr])
-    e.call_fn(irecv, [tmp, count, dt, peer, tag, comm, adjreq])
+    e.call(irecv, [tmp, count, dt, peer, tag, comm, adjreq])
     e.br(done)
     # the reverse of an Irecv: send the shadow's adjoint (zeros without a shadow)
-    e.at_end(recv)
+    e.position_at_end(recv)
     ws, wt = c.wildcards()
     is_wild = e.binop("or", e.icmp("eq", peer, ConstantInt(T.i32, ws - (1 << 32))),
                       e.icmp("eq", tag, ConstantInt(T.i32, wt - (1 << 32))))
     ok = fn.append_basic_block("ok")
-    e.cbr(is_wild, wild, ok)
-    e.at_end(ok)
+    e.cbranch(is_wild, wild, ok)
+    e.position_at_end(ok)
     sh = e.load(T.ptr, e.gep_bytes(rec, _R_SHADOW), 8)
     none = e.icmp("eq", sh, ConstantNull(T.ptr))
-    tmp2 = e.call_fn(alloc, [e.select(none, nbytes, ConstantInt(T.i64, 0))])
+    tmp2 = e.call(alloc, [e.select(none, nbytes, ConstantInt(T.i64, 0))])
     e.store(tmp2, e.gep_bytes(rec, _R_TMP), 8)
     isend = e.declare("MPI_Isend", T.i32, [T.ptr, T.i32, h, T.i32, T.i32, h, T.ptr])
-    e.call_fn(isend, [e.select(none, tmp2, sh), count, dt, peer, tag, comm, adjreq])
+    e.call(isend, [e.select(none, tmp2, sh), count, dt, peer, tag, comm, adjreq])
     e.br(done)
-    e.at_end(wild)
+    e.position_at_end(wild)
     _abort_with(module, e, "enzyme: the derivative of an MPI_Irecv from MPI_ANY_SOURCE or "
                 "with MPI_ANY_TAG is not supported (the adjoint message needs its sender)\n")
-    e.at_end(done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -178,19 +178,19 @@ def start_all(module, c):
     arr, n = fn.args
     e = Emitter(module)
     entry, loop, done = (fn.append_basic_block(x) for x in ("entry", "loop", "done"))
-    e.at_end(entry)
-    e.cbr(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
-    e.at_end(loop)
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
     # the reverse of completing several requests: start the adjoints in reverse order
     j = e.binop("sub", e.binop("sub", n, ConstantInt(T.i64, 1)), i)
-    e.call_fn(start, [e.load(T.ptr, _elem(e, T.ptr, arr, j), 8)])
+    e.call(start, [e.load(T.ptr, _elem(e, T.ptr, arr, j), 8)])
     nxt = e.binop("add", i, ConstantInt(T.i64, 1))
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(nxt, loop)
-    e.cbr(e.icmp("slt", nxt, n), loop, done)
-    e.at_end(done)
-    e.call_fn(runtime_function(module, "__enzyme_py_shadow_free"), [arr])
+    e.cbranch(e.icmp("slt", nxt, n), loop, done)
+    e.position_at_end(done)
+    e.call(runtime_function(module, "__enzyme_py_shadow_free"), [arr])
     e.ret()
     return fn
 
@@ -205,14 +205,14 @@ def _check_started(module):
     (rec,) = fn.args
     e = Emitter(module)
     entry, bad, ok = (fn.append_basic_block(x) for x in ("entry", "bad", "ok"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     st = e.load(T.i32, e.gep_bytes(rec, _R_STARTED), 4)
-    e.cbr(e.icmp("eq", st, ConstantInt(T.i32, 0)), bad, ok)
-    e.at_end(bad)
+    e.cbranch(e.icmp("eq", st, ConstantInt(T.i32, 0)), bad, ok)
+    e.position_at_end(bad)
     _abort_with(module, e, "enzyme: an MPI_Isend/MPI_Irecv of differentiated data was not "
                 "completed by MPI_Wait/MPI_Waitall in differentiated code (MPI_Test*, "
                 "Waitany and Waitsome have no derivative rule)\n")
-    e.at_end(ok)
+    e.position_at_end(ok)
     e.ret()
     return fn
 
@@ -226,7 +226,7 @@ def aug_nonblocking(c, gen, inst, A, e, kind):
             c.error("the derivative of a nonblocking receive from MPI_ANY_SOURCE or with "
                     "MPI_ANY_TAG is not supported", hint="name the source and tag, or use "
                                                          "MPI_Recv")
-    rec = e.call_fn(runtime_function(m, "__enzyme_py_shadow_alloc"), [ConstantInt(T.i64, _REC)])
+    rec = e.call(runtime_function(m, "__enzyme_py_shadow_alloc"), [ConstantInt(T.i64, _REC)])
     buf = inst.args[c.pos["buf"]]
     sh = gen._sh_aug(buf, inst) if buf in gen.act.shadowed else ConstantNull(T.ptr)
     count = A.args[c.pos["count"]]
@@ -250,9 +250,9 @@ def rev_nonblocking(c, r, info):
         return
     ty = _FLOAT_TY[kind]
     rec = gen._cached(("mpi_rec", inst), info["rec"], T.ptr, inst.parent, r.b)
-    e.call_fn(_check_started(m), [rec])
+    e.call(_check_started(m), [rec])
     wait = e.declare("MPI_Wait", T.i32, [T.ptr, T.ptr])
-    e.call_fn(wait, [e.gep_bytes(rec, _R_ADJREQ), c.status_ignore(e)])
+    e.call(wait, [e.gep_bytes(rec, _R_ADJREQ), c.status_ignore(e)])
     sh = e.load(T.ptr, e.gep_bytes(rec, _R_SHADOW), 8)
     tmp = e.load(T.ptr, e.gep_bytes(rec, _R_TMP), 8)
     nbytes = e.load(T.i64, e.gep_bytes(rec, _R_NBYTES), 8)
@@ -270,7 +270,7 @@ def fwd_nonblocking(c, gen, inst, A, e, kind):
     in a record registered under the program's request."""
     m = gen.ctx.module
     W = gen.W
-    rec = e.call_fn(runtime_function(m, "__enzyme_py_shadow_alloc"),
+    rec = e.call(runtime_function(m, "__enzyme_py_shadow_alloc"),
                     [ConstantInt(T.i64, _REC + 16 * W)])
     e.store(ConstantInt(T.i32, W), e.gep_bytes(rec, _R_COUNT), 4)
     nbytes = _bytes(e, A.args[c.pos["count"]], kind)
@@ -280,7 +280,7 @@ def fwd_nonblocking(c, gen, inst, A, e, kind):
     alloc = runtime_function(m, "__enzyme_py_shadow_alloc")
     for j in range(W):
         if ls is None:
-            t = e.call_fn(alloc, [nbytes])
+            t = e.call(alloc, [nbytes])
             e.store(t, e.gep_bytes(rec, _REC + 8 * W + 8 * j), 8)
             b = t
         else:
@@ -289,7 +289,7 @@ def fwd_nonblocking(c, gen, inst, A, e, kind):
         args[c.pos["buf"]] = b
         # the lanes' requests form an MPI_Request array (for MPI_Waitall)
         args[c.pos["req"]] = e.gep_bytes(rec, _REC + (8 if c.abi == "ompi" else 4) * j)
-        e.call_fn(c.fn_nb(e), args)
+        e.call(c.fn_nb(e), args)
     _register(m, e, rec, A.args[c.pos["req"]])
 
 
@@ -307,33 +307,33 @@ def fwd_complete(module, c, stride):
     e = Emitter(module)
     entry, loop, have, nxt_b, done = (fn.append_basic_block(x) for x in
                                       ("entry", "loop", "have", "next", "done"))
-    e.at_end(entry)
-    e.cbr(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
-    e.at_end(loop)
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("sgt", n, ConstantInt(T.i64, 0)), loop, done)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
-    rec = e.call_fn(take, [e.gep_bytes(reqs, e.binop("mul", i, ConstantInt(T.i64, stride)))])
-    e.cbr(e.icmp("eq", rec, ConstantNull(T.ptr)), nxt_b, have)
-    e.at_end(have)
+    rec = e.call(take, [e.gep_bytes(reqs, e.binop("mul", i, ConstantInt(T.i64, stride)))])
+    e.cbranch(e.icmp("eq", rec, ConstantNull(T.ptr)), nxt_b, have)
+    e.position_at_end(have)
     w = e.load(T.i32, e.gep_bytes(rec, _R_COUNT), 4)
     waitall = e.declare("MPI_Waitall", T.i32, [T.i32, T.ptr, T.ptr])
     ign = ConstantNull(T.ptr) if c.abi == "ompi" else e.cast("inttoptr", ConstantInt(T.i64, 1),
                                                              T.ptr)
-    e.call_fn(waitall, [w, e.gep_bytes(rec, _REC), ign])
+    e.call(waitall, [w, e.gep_bytes(rec, _REC), ign])
     # (a second pass over the lanes frees the temporaries: at most 8 lanes in practice)
     free = runtime_function(module, "__enzyme_py_shadow_free")
     w64 = e.cast("sext", w, T.i64)
     tmps = e.gep_bytes(rec, e.binop("add", ConstantInt(T.i64, _REC),
                                     e.binop("mul", w64, ConstantInt(T.i64, 8))))
     _free_n = _free_ptrs(module)
-    e.call_fn(_free_n, [tmps, w64])
-    e.call_fn(free, [rec])
+    e.call(_free_n, [tmps, w64])
+    e.call(free, [rec])
     e.br(nxt_b)
-    e.at_end(nxt_b)
+    e.position_at_end(nxt_b)
     nxt = e.binop("add", i, ConstantInt(T.i64, 1))
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(nxt, nxt_b)
-    e.cbr(e.icmp("slt", nxt, n), loop, done)
-    e.at_end(done)
+    e.cbranch(e.icmp("slt", nxt, n), loop, done)
+    e.position_at_end(done)
     e.ret()
     return fn
 
@@ -341,6 +341,6 @@ def fwd_complete(module, c, stride):
 def _free_ptrs(module):
     """shadow_free(p[i]) for i < n   (args: p, n)"""
     def body(e, a, i, ty):
-        e.call_fn(runtime_function(module, "__enzyme_py_shadow_free"),
+        e.call(runtime_function(module, "__enzyme_py_shadow_free"),
                   [e.load(T.ptr, _elem(e, T.ptr, a[0], i), 8)])
     return _helper(module, "__enzyme_py_mpi_free_ptrs", T.ptr, [T.ptr, T.i64], body)

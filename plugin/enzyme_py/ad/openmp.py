@@ -208,20 +208,20 @@ def _gtid(e, loc):
     """The calling thread's global id (fresh: the reverse team's threads need not have
     the forward team's ids)."""
     fn = e.declare("__kmpc_global_thread_num", T.i32, [T.ptr])
-    return e.call_fn(fn, [loc])
+    return e.call(fn, [loc])
 
 
 def _call_partner(e, name, args):
     """A call of the runtime function ``name`` with the reverse sweep's ``args``
     (gtid replaced by the current thread's)."""
     if name.startswith("omp_"):
-        e.call_fn(e.declare(name, T.void, [T.ptr]), [args[0]])
+        e.call(e.declare(name, T.void, [T.ptr]), [args[0]])
         return
     loc = args[0]
     if name == "__kmpc_barrier" or name.endswith("serialized_parallel"):
-        e.call_fn(e.declare(name, T.void, [T.ptr, T.i32]), [loc, _gtid(e, loc)])
+        e.call(e.declare(name, T.void, [T.ptr, T.i32]), [loc, _gtid(e, loc)])
     elif name in ("__kmpc_critical", "__kmpc_end_critical"):
-        e.call_fn(e.declare(name, T.void, [T.ptr, T.i32, T.ptr]),
+        e.call(e.declare(name, T.void, [T.ptr, T.i32, T.ptr]),
                   [loc, _gtid(e, loc), args[2]])
     else:   # pragma: no cover - _KEEP lists only the partners above
         raise AssertionError(name)
@@ -234,15 +234,15 @@ def _reduce_as_critical(e, A, kind):
     lck = A.args[-1]
     crit = e.declare("__kmpc_critical", T.void, [T.ptr, T.i32, T.ptr])
     end = e.declare("__kmpc_end_critical", T.void, [T.ptr, T.i32, T.ptr])
-    e.at_before(A)
+    e.position_before(A)
     if kind == "reduce":
-        e.call_fn(crit, [loc, gtid, lck])
+        e.call(crit, [loc, gtid, lck])
         new = ConstantInt(T.i32, 1)
         A.replace_all_uses_with(new)
     else:
-        new = e.call_fn(end, [loc, gtid, lck])
+        new = e.call(end, [loc, gtid, lck])
         if kind == "end_reduce":
-            e.call_fn(e.declare("__kmpc_barrier", T.void, [T.ptr, T.i32]), [loc, gtid])
+            e.call(e.declare("__kmpc_barrier", T.void, [T.ptr, T.i32]), [loc, gtid])
     A.erase()
     return new
 
@@ -299,9 +299,9 @@ def aug_call(gen, inst, A) -> bool:
     kind = _SPECIAL.get(name)
     if gen.parallel and (name in _RELEASES or kind in ("end_reduce", "end_reduce_nowait")):
         # the section's place in the team's order, for the reverse sweep
-        e.at_before(A)
+        e.position_before(A)
         tickets = gen.__dict__.setdefault("omp_tickets", {})
-        tickets[inst] = e.call_fn(_ticket_fn(gen, "ticket"), [gen.tape_aug])
+        tickets[inst] = e.call(_ticket_fn(gen, "ticket"), [gen.tape_aug])
     if name in _KEEP:
         return True
     if kind is None:
@@ -314,18 +314,18 @@ def aug_call(gen, inst, A) -> bool:
     g = gen.ctx.get(outlined, kinds, False, parallel=True)
     g.region_root = True   # its reverse combines adjoint additions per thread (combine.py)
     aug_w, _ = _wrappers(gen, g, kinds)
-    e.at_before(A)
-    cap = e.call_fn(e.declare("omp_get_max_threads", T.i32, []), [])
+    e.position_before(A)
+    cap = e.call(e.declare("omp_get_max_threads", T.i32, []), [])
     pushed = _push_cap(gen, inst)
     if pushed is not None:
         cap = e.select(e.icmp("sgt", pushed, cap), pushed, cap)
-    team = e.call_fn(_team_new(gen), [cap])
+    team = e.call(_team_new(gen), [cap])
     extra = list(A.args[3:])
     for a, k in zip(inst.args[3:], kinds[2:]):
         if k == "dup":
             extra.append(gen._sh_aug(a, inst))
     extra.append(team)
-    c = e.call_fn(A.callee, [A.args[0], ConstantInt(T.i32, len(extra)), aug_w] + extra)
+    c = e.call(A.callee, [A.args[0], ConstantInt(T.i32, len(extra)), aug_w] + extra)
     c.function_type = A.function_type
     A.erase()
     gen.vmap[inst] = c
@@ -361,7 +361,7 @@ def rev_call(gen, inst, b) -> bool:
         return True
     if name in _ACQUIRES or kind == "reduce":
         if gen.parallel:
-            e.call_fn(_ticket_fn(gen, "pass"), [gen.tape_rev])
+            e.call(_ticket_fn(gen, "pass"), [gen.tape_rev])
         elif not (name.startswith("omp_") and is_private(args[0])):
             _call_partner(e, partner or "__kmpc_end_critical", _partner_args(gen, args, b))
         return True
@@ -375,15 +375,15 @@ def rev_call(gen, inst, b) -> bool:
     team = gen._cached(("omp.team", inst), team_aug, T.ptr, inst.parent, b)
     nth = e.cast("trunc", e.load(T.i64, team, 8), T.i32)
     push = e.declare("__kmpc_push_num_threads", T.void, [T.ptr, T.i32, T.i32])
-    e.call_fn(push, [loc, _gtid(e, loc), nth])
+    e.call(push, [loc, _gtid(e, loc), nth])
     extra = [gen.primal(a, b) for a in args[3:]]
     for a, k in zip(args[3:], kinds[2:]):
         if k == "dup":
             extra.append(gen.shadow(a, b))
     extra.append(team)
     fork = e.declare(FORK, T.void, [T.ptr, T.i32, T.ptr], varargs=True)
-    e.call_fn(fork, [loc, ConstantInt(T.i32, len(extra)), rev_w] + extra)
-    e.call_fn(e.declare("free", T.void, [T.ptr]), [team])
+    e.call(fork, [loc, ConstantInt(T.i32, len(extra)), rev_w] + extra)
+    e.call(e.declare("free", T.void, [T.ptr]), [team])
     return True
 
 
@@ -406,7 +406,7 @@ def _rev_parallel_copy(gen, inst, b, mem):
     n = gen.primal(args[2], b)
     if n.type != T.i64:
         n = e.cast("zext", n, T.i64)
-    e.call_fn(_atomic_copy_adjoint(gen.ctx.module, ty),
+    e.call(_atomic_copy_adjoint(gen.ctx.module, ty),
               [gen.shadow(args[0], b), gen.shadow(args[1], b), n])
     return True
 
@@ -425,20 +425,20 @@ def _atomic_copy_adjoint(m, ty):
     dd, ds, nb = fn.args
     entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
     size = m.datalayout.store_size(ty)
-    e.at_end(entry)
+    e.position_at_end(entry)
     n = e.binop("udiv", nb, ConstantInt(T.i64, size))
-    e.cbr(e.icmp("eq", n, ConstantInt(T.i64, 0)), exit_, loop)
-    e.at_end(loop)
+    e.cbranch(e.icmp("eq", n, ConstantInt(T.i64, 0)), exit_, loop)
+    e.position_at_end(loop)
     i = e.phi(T.i64)
     pd = e.insert(GEP(ty, dd, [i]))
     ps = e.insert(GEP(ty, ds, [i]))
     e.insert(AtomicRMW("fadd", ps, e.load(ty, pd), "monotonic", align=size))
     e.store(ConstantFP(ty, 0.0), pd)
     i1 = e.binop("add", i, ConstantInt(T.i64, 1))
-    e.cbr(e.icmp("ult", i1, n), loop, exit_)
+    e.cbranch(e.icmp("ult", i1, n), loop, exit_)
     i.add_incoming(ConstantInt(T.i64, 0), entry)
     i.add_incoming(i1, loop)
-    e.at_end(exit_)
+    e.position_at_end(exit_)
     e.ret()
     return fn
 
@@ -457,7 +457,7 @@ def _wait_turn(gen, inst, b):
     sections that followed this one in the forward sweep have been reversed (the
     adjoint of ``s = s * p`` under a lock depends on the order)."""
     tk = gen._cached(("omp.ticket", inst), gen.omp_tickets[inst], T.i64, inst.parent, b)
-    gen.e.call_fn(_ticket_fn(gen, "turn"), [gen.tape_rev, tk])
+    gen.e.call(_ticket_fn(gen, "turn"), [gen.tape_rev, tk])
 
 
 _REGION = "__enzyme_py_omp_region."   # the microtasks of the two sweeps
@@ -497,11 +497,11 @@ def _wrappers(gen, g, kinds):
         w = m.add_function(f"{_REGION}{target.name}", T.FunctionType(T.void, params),
                            linkage="internal", fn_attrs=gen.ctx.attrs_for(P))
         e = Emitter(m)
-        e.at_end(w.append_basic_block("entry"))
+        e.position_at_end(w.append_basic_block("entry"))
         n = len(types)
         team = w.args[-1]
-        tape = e.call_fn(_team_tape(gen), [team, ConstantInt(T.i32, 1 if which == "rev"
-                                                             else 0)])
+        tape = e.call(_team_tape(gen), [team, ConstantInt(T.i32, 1 if which == "rev"
+                                                          else 0)])
         call_args, s = [], n
         for k, kd in enumerate(kinds):
             call_args.append(w.args[k])
@@ -509,9 +509,9 @@ def _wrappers(gen, g, kinds):
                 call_args.append(w.args[s])
                 s += 1
         call_args.append(tape)
-        e.call_fn(target, call_args)
+        e.call(target, call_args)
         if which == "rev":
-            e.call_fn(e.declare("free", T.void, [T.ptr]), [e.load(T.ptr, tape, 8)])
+            e.call(e.declare("free", T.void, [T.ptr]), [e.load(T.ptr, tape, 8)])
         e.ret()
         out.append(w)
     cache[g] = tuple(out)
@@ -532,12 +532,12 @@ def _team_new(gen):
     if not new:
         return fn
     e = Emitter(m)
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     cap = e.cast("sext", fn.args[0], T.i64)
     cap = e.select(e.icmp("slt", cap, ConstantInt(T.i64, 1)), ConstantInt(T.i64, 1), cap)
     n = e.binop("add", e.binop("mul", cap, ConstantInt(T.i64, _TAPE_BYTES)),
                 ConstantInt(T.i64, _HEADER))
-    p = e.call_fn(e.declare("calloc", T.ptr, [T.i64, T.i64]), [n, ConstantInt(T.i64, 1)])
+    p = e.call(e.declare("calloc", T.ptr, [T.i64, T.i64]), [n, ConstantInt(T.i64, 1)])
     _check(m, e, fn, p, n, "allocating the tapes of a parallel region")
     e.store(cap, e.gep_bytes(p, 8), 8)
     e.ret(p)
@@ -557,21 +557,21 @@ def _team_tape(gen):
     team, rev = fn.args
     entry, fwd, rv, rec, ok, bad_cap, bad_n = (fn.append_basic_block(x) for x in (
         "entry", "fwd", "rev", "record", "ok", "too_many", "mismatch"))
-    e.at_end(entry)
-    tid = e.call_fn(e.declare("omp_get_thread_num", T.i32, []), [])
-    nth = e.cast("sext", e.call_fn(e.declare("omp_get_num_threads", T.i32, []), []), T.i64)
+    e.position_at_end(entry)
+    tid = e.call(e.declare("omp_get_thread_num", T.i32, []), [])
+    nth = e.cast("sext", e.call(e.declare("omp_get_num_threads", T.i32, []), []), T.i64)
     tid64 = e.cast("sext", tid, T.i64)
-    e.cbr(e.icmp("ne", rev, ConstantInt(T.i32, 0)), rv, fwd)
-    e.at_end(fwd)
+    e.cbranch(e.icmp("ne", rev, ConstantInt(T.i32, 0)), rv, fwd)
+    e.position_at_end(fwd)
     cap = e.load(T.i64, e.gep_bytes(team, 8), 8)
-    e.cbr(e.icmp("sge", tid64, cap), bad_cap, rec)
-    e.at_end(rec)
+    e.cbranch(e.icmp("sge", tid64, cap), bad_cap, rec)
+    e.position_at_end(rec)
     e.insert(Store(nth, team, align=8, ordering="monotonic"))   # every thread, same value
     e.br(ok)
-    e.at_end(rv)
+    e.position_at_end(rv)
     rec_n = e.load(T.i64, team, 8)
-    e.cbr(e.icmp("ne", rec_n, nth), bad_n, ok)
-    e.at_end(ok)
+    e.cbranch(e.icmp("ne", rec_n, nth), bad_n, ok)
+    e.position_at_end(ok)
     off = e.binop("add", e.binop("mul", tid64, ConstantInt(T.i64, _TAPE_BYTES)),
                   ConstantInt(T.i64, _HEADER))
     e.ret(e.gep_bytes(team, off))
@@ -581,7 +581,7 @@ def _team_tape(gen):
                      (bad_n, "enzyme: the reverse of a parallel region got a different "
                       "number of threads than the forward one (OMP_DYNAMIC, or a thread "
                       "limit?); the derivative needs the same team\n")):
-        e.at_end(blk)
+        e.position_at_end(blk)
         _fail(m, e, msg)
     return fn
 
@@ -605,8 +605,8 @@ def _ticket_fn(gen, which):
         return fn
     e = Emitter(m)
     entry = fn.append_basic_block("entry")
-    e.at_end(entry)
-    tid = e.cast("sext", e.call_fn(e.declare("omp_get_thread_num", T.i32, []), []), T.i64)
+    e.position_at_end(entry)
+    tid = e.cast("sext", e.call(e.declare("omp_get_thread_num", T.i32, []), []), T.i64)
     off = e.binop("add", e.binop("mul", tid, ConstantInt(T.i64, _TAPE_BYTES)),
                   ConstantInt(T.i64, _HEADER - 16))
     counter = e.insert(GEP(T.i8, fn.args[0], [e.binop("sub", ConstantInt(T.i64, 0), off)]))
@@ -619,13 +619,13 @@ def _ticket_fn(gen, which):
         loop, wait, done = (fn.append_basic_block(x) for x in ("loop", "wait", "done"))
         want = e.binop("add", fn.args[1], ConstantInt(T.i64, 1))
         e.br(loop)
-        e.at_end(loop)
+        e.position_at_end(loop)
         v = e.insert(_Load(T.i64, counter, align=8, ordering="seq_cst"))
-        e.cbr(e.icmp("eq", v, want), done, wait)
-        e.at_end(wait)
-        e.call_fn(e.declare("sched_yield", T.i32, []), [])
+        e.cbranch(e.icmp("eq", v, want), done, wait)
+        e.position_at_end(wait)
+        e.call(e.declare("sched_yield", T.i32, []), [])
         e.br(loop)
-        e.at_end(done)
+        e.position_at_end(done)
         e.ret()
     return fn
 
@@ -634,8 +634,8 @@ def _fail(m, e, msg):
     from .runtime import _string
     s = _string(m, msg)
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
-    e.call_fn(write, [ConstantInt(T.i32, 2), s, ConstantInt(T.i64, len(msg.encode()))])
-    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.call(write, [ConstantInt(T.i32, 2), s, ConstantInt(T.i64, len(msg.encode()))])
+    e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.insert(Unreachable())
 
 
@@ -662,8 +662,8 @@ def fwd_call(fg, inst, A) -> bool:
         extra.append(pa)
         if k == "dup":
             extra.extend(fg.S(a, inst))
-    e.at_before(A)
-    c = e.call_fn(A.callee, [A.args[0], ConstantInt(T.i32, len(extra)), g.fn] + extra)
+    e.position_before(A)
+    c = e.call(A.callee, [A.args[0], ConstantInt(T.i32, len(extra)), g.fn] + extra)
     c.function_type = A.function_type
     A.erase()
     fg.vmap[inst] = c

@@ -7,9 +7,12 @@ incoming adjoint ``d``.  Every expression is linear in ``d``, so the tangent
 tangent, summed over operands (see :func:`tangent`).  ``None`` marks an operand
 with no derivative (an integer exponent, a rounding function's argument).
 
-The emitter provides ``add sub mul div neg const(v, like) call(name, *args)
-fcmp(pred, a, b) select(c, a, b) sitofp(i, like)``; ``call`` takes a base libm
-name (``"cos"``) and picks the float/double/intrinsic spelling.
+The emitter is ``ad.emit.Emitter``, an ``ir.IRBuilder``: the rules use its
+``fadd fsub fmul fdiv fneg fcmp select sitofp sub`` and two methods of its own,
+``const(v, like)`` (a float constant of ``like``'s type) and ``libm(name, *args)``,
+which takes a base libm name (``"cos"``) and picks the float/double/intrinsic
+spelling.  ``x`` and ``r`` may be ``Lazy`` (computed on first use): the emitter
+resolves them as operands.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.effects import libm_base
+from ..ir.values import ConstantInt
 
 __all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "ATOMICS", "libm_rule",
            "reduction_rule", "tangent", "contribution"]
@@ -29,19 +33,19 @@ BINARY = {
     "fadd": (lambda e, x, r, d: d,
              lambda e, x, r, d: d),
     "fsub": (lambda e, x, r, d: d,
-             lambda e, x, r, d: e.neg(d)),
-    "fmul": (lambda e, x, r, d: e.mul(d, x[1]),
-             lambda e, x, r, d: e.mul(d, x[0])),
+             lambda e, x, r, d: e.fneg(d)),
+    "fmul": (lambda e, x, r, d: e.fmul(d, x[1]),
+             lambda e, x, r, d: e.fmul(d, x[0])),
     # r = a / b: da = d / b, db = -(d / b) * r -- one division that both adjoints share
     # (the same fdiv, merged by CSE), not two
-    "fdiv": (lambda e, x, r, d: e.div(d, x[1]),
-             lambda e, x, r, d: e.neg(e.mul(e.div(d, x[1]), r))),
+    "fdiv": (lambda e, x, r, d: e.fdiv(d, x[1]),
+             lambda e, x, r, d: e.fneg(e.fmul(e.fdiv(d, x[1]), r))),
     "frem": (lambda e, x, r, d: d,
-             lambda e, x, r, d: e.neg(e.mul(d, e.call("trunc", e.div(x[0], x[1]))))),
+             lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("trunc", e.fdiv(x[0], x[1]))))),
 }
 
 UNARY = {
-    "fneg": (lambda e, x, r, d: e.neg(d),),
+    "fneg": (lambda e, x, r, d: e.fneg(d),),
 }
 
 # casts between float types are linear (the adjoint is cast back); int<->float casts
@@ -61,7 +65,7 @@ CASTS = {
 
 ATOMICS = {
     "fadd": (lambda e, t: t, False),
-    "fsub": (lambda e, t: e.neg(t), False),
+    "fsub": (lambda e, t: e.fneg(t), False),
     "xchg": (lambda e, t: t, True),
 }
 
@@ -79,69 +83,73 @@ def _c(e, v, like):
 
 
 def _sq(e, a):
-    return e.mul(a, a)
+    return e.fmul(a, a)
+
+
+def _minus1(e, i):
+    return e.sub(i, ConstantInt(i.type, 1))
 
 
 LIBM = {
-    "sin": (lambda e, x, r, d: e.mul(d, e.call("cos", x[0])),),
-    "cos": (lambda e, x, r, d: e.neg(e.mul(d, e.call("sin", x[0]))),),
-    "tan": (lambda e, x, r, d: e.mul(d, e.add(_c(e, 1.0, r), _sq(e, r))),),
-    "asin": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.sub(_c(e, 1.0, r), _sq(e, x[0])))),),
-    "acos": (lambda e, x, r, d: e.neg(e.div(d, e.call("sqrt", e.sub(_c(e, 1.0, r),
-                                                                    _sq(e, x[0]))))),),
-    "atan": (lambda e, x, r, d: e.div(d, e.add(_c(e, 1.0, r), _sq(e, x[0]))),),
-    "atan2": (lambda e, x, r, d: e.div(e.mul(d, x[1]), e.add(_sq(e, x[0]), _sq(e, x[1]))),
-              lambda e, x, r, d: e.neg(e.div(e.mul(d, x[0]),
-                                             e.add(_sq(e, x[0]), _sq(e, x[1]))))),
-    "sinh": (lambda e, x, r, d: e.mul(d, e.call("cosh", x[0])),),
-    "cosh": (lambda e, x, r, d: e.mul(d, e.call("sinh", x[0])),),
-    "tanh": (lambda e, x, r, d: e.mul(d, e.sub(_c(e, 1.0, r), _sq(e, r))),),
-    "asinh": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.add(_sq(e, x[0]), _c(e, 1.0, r)))),),
-    "acosh": (lambda e, x, r, d: e.div(d, e.call("sqrt", e.sub(_sq(e, x[0]), _c(e, 1.0, r)))),),
-    "atanh": (lambda e, x, r, d: e.div(d, e.sub(_c(e, 1.0, r), _sq(e, x[0]))),),
-    "exp": (lambda e, x, r, d: e.mul(d, r),),
-    "exp2": (lambda e, x, r, d: e.mul(d, e.mul(r, _c(e, _LN2, r))),),
-    "exp10": (lambda e, x, r, d: e.mul(d, e.mul(r, _c(e, _LN10, r))),),
-    "expm1": (lambda e, x, r, d: e.mul(d, e.add(r, _c(e, 1.0, r))),),
-    "log": (lambda e, x, r, d: e.div(d, x[0]),),
-    "log2": (lambda e, x, r, d: e.div(d, e.mul(x[0], _c(e, _LN2, r))),),
-    "log10": (lambda e, x, r, d: e.div(d, e.mul(x[0], _c(e, _LN10, r))),),
-    "log1p": (lambda e, x, r, d: e.div(d, e.add(x[0], _c(e, 1.0, r))),),
-    "sqrt": (lambda e, x, r, d: e.div(d, e.mul(_c(e, 2.0, r), r)),),
-    "cbrt": (lambda e, x, r, d: e.div(e.mul(d, r), e.mul(_c(e, 3.0, r), x[0])),),
-    "pow": (lambda e, x, r, d: e.mul(d, e.mul(x[1], e.call("pow", x[0],
-                                                           e.sub(x[1], _c(e, 1.0, r))))),
-            lambda e, x, r, d: e.mul(d, e.mul(r, e.call("log", x[0])))),
-    "powi": (lambda e, x, r, d: e.mul(d, e.mul(e.sitofp(x[1], r),
-                                               e.call("powi", x[0], e.isub1(x[1])))),
+    "sin": (lambda e, x, r, d: e.fmul(d, e.libm("cos", x[0])),),
+    "cos": (lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("sin", x[0]))),),
+    "tan": (lambda e, x, r, d: e.fmul(d, e.fadd(_c(e, 1.0, r), _sq(e, r))),),
+    "asin": (lambda e, x, r, d: e.fdiv(d, e.libm("sqrt", e.fsub(_c(e, 1.0, r), _sq(e, x[0])))),),
+    "acos": (lambda e, x, r, d: e.fneg(e.fdiv(d, e.libm("sqrt", e.fsub(_c(e, 1.0, r),
+                                                                       _sq(e, x[0]))))),),
+    "atan": (lambda e, x, r, d: e.fdiv(d, e.fadd(_c(e, 1.0, r), _sq(e, x[0]))),),
+    "atan2": (lambda e, x, r, d: e.fdiv(e.fmul(d, x[1]), e.fadd(_sq(e, x[0]), _sq(e, x[1]))),
+              lambda e, x, r, d: e.fneg(e.fdiv(e.fmul(d, x[0]),
+                                               e.fadd(_sq(e, x[0]), _sq(e, x[1]))))),
+    "sinh": (lambda e, x, r, d: e.fmul(d, e.libm("cosh", x[0])),),
+    "cosh": (lambda e, x, r, d: e.fmul(d, e.libm("sinh", x[0])),),
+    "tanh": (lambda e, x, r, d: e.fmul(d, e.fsub(_c(e, 1.0, r), _sq(e, r))),),
+    "asinh": (lambda e, x, r, d: e.fdiv(d, e.libm("sqrt", e.fadd(_sq(e, x[0]), _c(e, 1.0, r)))),),
+    "acosh": (lambda e, x, r, d: e.fdiv(d, e.libm("sqrt", e.fsub(_sq(e, x[0]), _c(e, 1.0, r)))),),
+    "atanh": (lambda e, x, r, d: e.fdiv(d, e.fsub(_c(e, 1.0, r), _sq(e, x[0]))),),
+    "exp": (lambda e, x, r, d: e.fmul(d, r),),
+    "exp2": (lambda e, x, r, d: e.fmul(d, e.fmul(r, _c(e, _LN2, r))),),
+    "exp10": (lambda e, x, r, d: e.fmul(d, e.fmul(r, _c(e, _LN10, r))),),
+    "expm1": (lambda e, x, r, d: e.fmul(d, e.fadd(r, _c(e, 1.0, r))),),
+    "log": (lambda e, x, r, d: e.fdiv(d, x[0]),),
+    "log2": (lambda e, x, r, d: e.fdiv(d, e.fmul(x[0], _c(e, _LN2, r))),),
+    "log10": (lambda e, x, r, d: e.fdiv(d, e.fmul(x[0], _c(e, _LN10, r))),),
+    "log1p": (lambda e, x, r, d: e.fdiv(d, e.fadd(x[0], _c(e, 1.0, r))),),
+    "sqrt": (lambda e, x, r, d: e.fdiv(d, e.fmul(_c(e, 2.0, r), r)),),
+    "cbrt": (lambda e, x, r, d: e.fdiv(e.fmul(d, r), e.fmul(_c(e, 3.0, r), x[0])),),
+    "pow": (lambda e, x, r, d: e.fmul(d, e.fmul(x[1], e.libm("pow", x[0],
+                                                             e.fsub(x[1], _c(e, 1.0, r))))),
+            lambda e, x, r, d: e.fmul(d, e.fmul(r, e.libm("log", x[0])))),
+    "powi": (lambda e, x, r, d: e.fmul(d, e.fmul(e.sitofp(x[1], r.type),
+                                                 e.libm("powi", x[0], _minus1(e, x[1])))),
              None),
-    "hypot": (lambda e, x, r, d: e.div(e.mul(d, x[0]), r),
-              lambda e, x, r, d: e.div(e.mul(d, x[1]), r)),
-    "fabs": (lambda e, x, r, d: e.mul(d, e.call("copysign", _c(e, 1.0, r), x[0])),),
-    "copysign": (lambda e, x, r, d: e.mul(d, e.mul(e.call("copysign", _c(e, 1.0, r), x[0]),
-                                                   e.call("copysign", _c(e, 1.0, r), x[1]))),
+    "hypot": (lambda e, x, r, d: e.fdiv(e.fmul(d, x[0]), r),
+              lambda e, x, r, d: e.fdiv(e.fmul(d, x[1]), r)),
+    "fabs": (lambda e, x, r, d: e.fmul(d, e.libm("copysign", _c(e, 1.0, r), x[0])),),
+    "copysign": (lambda e, x, r, d: e.fmul(d, e.fmul(e.libm("copysign", _c(e, 1.0, r), x[0]),
+                                                     e.libm("copysign", _c(e, 1.0, r), x[1]))),
                  None),
     "fmax": (lambda e, x, r, d: e.select(e.fcmp("oge", x[0], x[1]), d, _c(e, 0.0, r)),
              lambda e, x, r, d: e.select(e.fcmp("oge", x[0], x[1]), _c(e, 0.0, r), d)),
     "fmin": (lambda e, x, r, d: e.select(e.fcmp("ole", x[0], x[1]), d, _c(e, 0.0, r)),
              lambda e, x, r, d: e.select(e.fcmp("ole", x[0], x[1]), _c(e, 0.0, r), d)),
     "fmod": (lambda e, x, r, d: d,
-             lambda e, x, r, d: e.neg(e.mul(d, e.call("trunc", e.div(x[0], x[1]))))),
-    "fma": (lambda e, x, r, d: e.mul(d, x[1]),
-            lambda e, x, r, d: e.mul(d, x[0]),
+             lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("trunc", e.fdiv(x[0], x[1]))))),
+    "fma": (lambda e, x, r, d: e.fmul(d, x[1]),
+            lambda e, x, r, d: e.fmul(d, x[0]),
             lambda e, x, r, d: d),
-    "erf": (lambda e, x, r, d: e.mul(d, e.mul(_c(e, _TWO_OVER_SQRT_PI, r),
-                                              e.call("exp", e.neg(_sq(e, x[0]))))),),
-    "erfc": (lambda e, x, r, d: e.neg(e.mul(d, e.mul(_c(e, _TWO_OVER_SQRT_PI, r),
-                                                     e.call("exp", e.neg(_sq(e, x[0])))))),),
-    "tgamma": (lambda e, x, r, d: e.mul(d, e.mul(r, e.call("__enzyme_py_digamma", x[0]))),),
-    "lgamma": (lambda e, x, r, d: e.mul(d, e.call("__enzyme_py_digamma", x[0])),),
+    "erf": (lambda e, x, r, d: e.fmul(d, e.fmul(_c(e, _TWO_OVER_SQRT_PI, r),
+                                                e.libm("exp", e.fneg(_sq(e, x[0]))))),),
+    "erfc": (lambda e, x, r, d: e.fneg(e.fmul(d, e.fmul(_c(e, _TWO_OVER_SQRT_PI, r),
+                                                        e.libm("exp", e.fneg(_sq(e, x[0])))))),),
+    "tgamma": (lambda e, x, r, d: e.fmul(d, e.fmul(r, e.libm("__enzyme_py_digamma", x[0]))),),
+    "lgamma": (lambda e, x, r, d: e.fmul(d, e.libm("__enzyme_py_digamma", x[0])),),
     # x 2^k (k an integer): linear in x
-    "ldexp": (lambda e, x, r, d: e.call("ldexp", d, x[1]), None),
-    "scalbn": (lambda e, x, r, d: e.call("scalbn", d, x[1]), None),
+    "ldexp": (lambda e, x, r, d: e.libm("ldexp", d, x[1]), None),
+    "scalbn": (lambda e, x, r, d: e.libm("scalbn", d, x[1]), None),
     # m = x 2^-e (e stored through the pointer): dm/dx = 2^-e = m / x, exactly
     "frexp": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), d,
-                                          e.mul(d, e.div(r, x[0]))), None),
+                                          e.fmul(d, e.fdiv(r, x[0]))), None),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,),
@@ -159,7 +167,7 @@ def _splat(e, s, like):
     """A vector of ``like``'s type with every lane ``s``."""
     from ..ir import types as T
     from ..ir.instructions import ShuffleVector
-    from ..ir.values import ConstantInt, Poison, ZeroInit
+    from ..ir.values import Poison, ZeroInit
     ty = like.type
     v = e.insertelement(Poison(ty), s, ConstantInt(T.i32, 0))
     return e.insert(ShuffleVector(v, Poison(ty), ZeroInit(T.VectorType(T.i32, ty.count))))
@@ -169,12 +177,11 @@ def _arg_lane(e, vec, r):
     """Index (i32) of the first lane of ``vec`` equal to ``r`` (the max/min), and
     whether there is one."""
     from ..ir import types as T
-    from ..ir.values import ConstantInt
     n = vec.type.count
     ity = T.IntType(n)
     bits = e.cast("bitcast", e.fcmp("oeq", vec, _splat(e, r, vec)), ity)
     cttz = e.declare(f"llvm.cttz.i{n}", ity, [ity, T.i1])
-    idx = e.call_fn(cttz, [bits, ConstantInt(T.i1, 0)])
+    idx = e.call(cttz, [bits, ConstantInt(T.i1, 0)])
     if n > 32:
         idx = e.cast("trunc", idx, T.i32)
     elif n < 32:
@@ -185,8 +192,8 @@ def _arg_lane(e, vec, r):
 def _to_lane(e, x, r, d):
     """Adjoint of a max/min reduction: ``d`` into the lane that won."""
     from .emit import zero
-    vec = e._v(x[0])
-    idx, ok = _arg_lane(e, vec, e._v(r))
+    vec = e.resolve(x[0])
+    idx, ok = _arg_lane(e, vec, e.resolve(r))
     return e.select(ok, e.insertelement(zero(vec.type), d, idx), zero(vec.type))
 
 
@@ -194,20 +201,20 @@ def _from_lane(e, x, r, dx):
     from .emit import zero
     if dx[0] is None:
         return None
-    vec = e._v(x[0])
-    idx, ok = _arg_lane(e, vec, e._v(r))
-    return e.select(ok, e.extractelement(dx[0], idx), zero(e._v(r).type))
+    vec = e.resolve(x[0])
+    idx, ok = _arg_lane(e, vec, e.resolve(r))
+    return e.select(ok, e.extractelement(dx[0], idx), zero(e.resolve(r).type))
 
 
 def _fadd_tangent(e, x, r, dx):
     out = dx[0]
     if dx[1] is not None:
-        vt = e._v(dx[1]).type
+        vt = e.resolve(dx[1]).type
         fn = e.declare(f"llvm.vector.reduce.fadd.v{vt.count}"
                        f"{'f64' if vt.element.kind == 'double' else 'f32'}",
                        vt.element, [vt.element, vt])
-        s = e.call_fn(fn, [e.const(-0.0, vt.element), dx[1]])
-        out = s if out is None else e.add(out, s)
+        s = e.call(fn, [e.const(-0.0, vt.element), dx[1]])
+        out = s if out is None else e.fadd(out, s)
     return out
 
 
@@ -267,5 +274,5 @@ def tangent(rule, e, x, r, dx, strong_zero=False):
         if f is None or t is None:
             continue
         v = contribution(f, e, x, r, t, strong_zero)
-        out = v if out is None else e.add(out, v)
+        out = v if out is None else e.fadd(out, v)
     return out

@@ -31,7 +31,7 @@ def _memcpy(e):
 
 def _malloc(module, e, fn, nbytes, what):
     from .runtime import _check
-    p = e.call_fn(e.declare("malloc", T.ptr, [_I64]), [nbytes])
+    p = e.call(e.declare("malloc", T.ptr, [_I64]), [nbytes])
     # malloc(0) may return null: ask for at least one byte
     _check(module, e, fn, p, nbytes, what)
     return p
@@ -42,15 +42,15 @@ def _loop(e, fn, n, body):
     block); ``body`` emits straight-line code.  Continues after the loop."""
     pre = e.block
     loop, done = fn.append_basic_block("loop"), fn.append_basic_block("done")
-    e.cbr(e.icmp("eq", n, ConstantInt(_I64, 0)), done, loop)
-    e.at_end(loop)
+    e.cbranch(e.icmp("eq", n, ConstantInt(_I64, 0)), done, loop)
+    e.position_at_end(loop)
     i = e.phi(_I64)
     body(i)
     i1 = e.binop("add", i, ConstantInt(_I64, 1))
-    e.cbr(e.icmp("ult", i1, n), loop, done)
+    e.cbranch(e.icmp("ult", i1, n), loop, done)
     i.add_incoming(ConstantInt(_I64, 0), pre)
     i.add_incoming(i1, e.block)
-    e.at_end(done)
+    e.position_at_end(done)
 
 
 def _sort_perm(module):
@@ -61,7 +61,7 @@ def _sort_perm(module):
         return fn
     e = Emitter(module)
     base, n, size, cmp = fn.args
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     false = ConstantInt(T.i1, 0)
     # records of round_up(size + 8, 16) bytes: the element, then its index
     stride = e.binop("and", e.binop("add", size, ConstantInt(_I64, 8 + 15)),
@@ -71,21 +71,21 @@ def _sort_perm(module):
 
     def pack(i):
         rec = e.gep_bytes(tmp, e.binop("mul", i, stride))
-        e.call_fn(_memcpy(e), [rec, e.gep_bytes(base, e.binop("mul", i, size)), size, false])
+        e.call(_memcpy(e), [rec, e.gep_bytes(base, e.binop("mul", i, size)), size, false])
         e.store(i, e.gep_bytes(rec, size), 1)
     _loop(e, fn, n, pack)
     qsort = e.declare("qsort", T.void, [T.ptr, _I64, _I64, T.ptr])
-    e.call_fn(qsort, [tmp, n, stride, cmp])
+    e.call(qsort, [tmp, n, stride, cmp])
     perm = _malloc(module, e, fn, e.binop("add", e.binop("mul", n, ConstantInt(_I64, 8)),
                                           ConstantInt(_I64, 1)), "sorting (qsort)")
 
     def unpack(i):
         rec = e.gep_bytes(tmp, e.binop("mul", i, stride))
-        e.call_fn(_memcpy(e), [e.gep_bytes(base, e.binop("mul", i, size)), rec, size, false])
+        e.call(_memcpy(e), [e.gep_bytes(base, e.binop("mul", i, size)), rec, size, false])
         src = e.load(_I64, e.gep_bytes(rec, size), 1)
         e.store(src, e.gep_bytes(perm, e.binop("mul", i, ConstantInt(_I64, 8))), 8)
     _loop(e, fn, n, unpack)
-    e.call_fn(e.declare("free", T.void, [T.ptr]), [tmp])
+    e.call(e.declare("free", T.void, [T.ptr]), [tmp])
     e.ret(perm)
     return fn
 
@@ -99,22 +99,22 @@ def _permute(module, inverse):
         return fn
     e = Emitter(module)
     sh, n, size, perm = fn.args
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     false = ConstantInt(T.i1, 0)
     total = e.binop("mul", n, size)
     old = _malloc(module, e, fn, e.binop("add", total, ConstantInt(_I64, 1)),
                   "sorting (qsort)")
-    e.call_fn(_memcpy(e), [old, sh, total, false])
+    e.call(_memcpy(e), [old, sh, total, false])
 
     def move(i):
         j = e.load(_I64, e.gep_bytes(perm, e.binop("mul", i, ConstantInt(_I64, 8))), 8)
         at_i, at_j = e.binop("mul", i, size), e.binop("mul", j, size)
         if inverse:
-            e.call_fn(_memcpy(e), [e.gep_bytes(sh, at_j), e.gep_bytes(old, at_i), size, false])
+            e.call(_memcpy(e), [e.gep_bytes(sh, at_j), e.gep_bytes(old, at_i), size, false])
         else:
-            e.call_fn(_memcpy(e), [e.gep_bytes(sh, at_i), e.gep_bytes(old, at_j), size, false])
+            e.call(_memcpy(e), [e.gep_bytes(sh, at_i), e.gep_bytes(old, at_j), size, false])
     _loop(e, fn, n, move)
-    e.call_fn(e.declare("free", T.void, [T.ptr]), [old])
+    e.call(e.declare("free", T.void, [T.ptr]), [old])
     e.ret()
     return fn
 
@@ -127,11 +127,11 @@ def aug_qsort(gen, inst, A):
     """Reverse mode, forward sweep: sort recording the permutation, permute the shadow,
     keep the permutation for the reverse sweep."""
     e, module = gen.e, gen.ctx.module
-    e.at_before(A)
+    e.position_before(A)
     base, n, size, cmp = A.args
     n, size = _i64(e, n), _i64(e, size)
-    perm = e.call_fn(_sort_perm(module), [base, n, size, cmp])
-    e.call_fn(_permute(module, False), [gen._sh_aug(inst.args[0], inst), n, size, perm])
+    perm = e.call(_sort_perm(module), [base, n, size, cmp])
+    e.call(_permute(module, False), [gen._sh_aug(inst.args[0], inst), n, size, perm])
     A.erase()
     gen.vmap[inst] = perm
     gen.sorted = getattr(gen, "sorted", {})
@@ -144,19 +144,19 @@ def rev_qsort(gen, inst, b):
     perm = gen._cached(("perm", inst), gen.sorted[inst], T.ptr, inst.parent, b)
     args = inst.args
     n, size = _i64(e, gen.primal(args[1], b)), _i64(e, gen.primal(args[2], b))
-    e.call_fn(_permute(module, True), [gen.shadow(args[0], b), n, size, perm])
-    e.call_fn(e.declare("free", T.void, [T.ptr]), [perm])
+    e.call(_permute(module, True), [gen.shadow(args[0], b), n, size, perm])
+    e.call(e.declare("free", T.void, [T.ptr]), [perm])
 
 
 def fwd_qsort(fgen, inst, A):
     """Forward mode: sort recording the permutation; each tangent lane follows."""
     e, module = fgen.e, fgen.ctx.module
-    e.at_before(A)
+    e.position_before(A)
     base, n, size, cmp = A.args
     n, size = _i64(e, n), _i64(e, size)
-    perm = e.call_fn(_sort_perm(module), [base, n, size, cmp])
+    perm = e.call(_sort_perm(module), [base, n, size, cmp])
     for s in fgen.S(inst.args[0], inst):
-        e.call_fn(_permute(module, False), [s, n, size, perm])
-    e.call_fn(e.declare("free", T.void, [T.ptr]), [perm])
+        e.call(_permute(module, False), [s, n, size, perm])
+    e.call(e.declare("free", T.void, [T.ptr]), [perm])
     A.erase()
     fgen.vmap[inst] = perm

@@ -79,7 +79,8 @@ def _size(site, gen):
 def lower_split(site, gen, module):
     call = site.call
     loc = location(call)
-    e = Emitter(module).at_before(call)
+    e = Emitter(module)
+    e.position_before(call)
     if site.mode == "size":
         _finish(site, _coerce(e, ConstantInt(T.i64, _size(site, gen)), call.type, loc)
                 if not call.type.is_void else None)
@@ -107,8 +108,8 @@ def lower_split(site, gen, module):
             e.store(ConstantInt(T.i64, site.allocated - HEADER), e.gep_bytes(hdr, 16), 8)
         else:
             calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
-            hdr = e.call_fn(calloc, [ConstantInt(T.i64, 1), ConstantInt(T.i64, HEADER)])
-        primal = e.call_fn(guarded(module, gen.aug, site.fn.name), args + [hdr])
+            hdr = e.call(calloc, [ConstantInt(T.i64, 1), ConstantInt(T.i64, HEADER)])
+        primal = e.call(guarded(module, gen.aug, site.fn.name), args + [hdr])
         if gen.ret_shadow:
             primal = e.extractvalue(primal, [0])
         rty = call.type
@@ -141,10 +142,10 @@ def lower_split(site, gen, module):
         raise CallSiteError(f"{call.callee_name}: too many arguments for '{site.fn.name}'",
                             location=loc)
     hdr = _coerce(e, tape, T.ptr, loc)
-    res = e.call_fn(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
+    res = e.call(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
     if site.allocated is None and not site.nofree:
         free = e.declare("free", T.void, [T.ptr])
-        e.call_fn(free, [e.load(T.ptr, hdr, 8)])
-        e.call_fn(free, [hdr])
+        e.call(free, [e.load(T.ptr, hdr, 8)])
+        e.call(free, [hdr])
     outs = [e.extractvalue(res, [k]) for k in range(len(gen.out_args))]
     _finish(site, _pack(e, site, outs, module, loc))

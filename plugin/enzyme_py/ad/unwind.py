@@ -115,10 +115,10 @@ def _unwound(module):
                              linkage="internal", fn_attrs="noinline cold noreturn nounwind",
                              unique=False)
     e = Emitter(module)
-    e.at_end(fn.append_basic_block("entry"))
+    e.position_at_end(fn.append_basic_block("entry"))
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
-    e.call_fn(write, [ConstantInt(T.i32, 2), fn.args[0], fn.args[1]])
-    e.call_fn(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.call(write, [ConstantInt(T.i32, 2), fn.args[0], fn.args[1]])
+    e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.insert(Unreachable())
     return fn
 
@@ -142,20 +142,20 @@ def guarded(module, fn, what: str):
     g.personality = pers
     e = Emitter(module)
     entry, ok, lp = (g.append_basic_block(n) for n in ("entry", "ok", "lp"))
-    e.at_end(entry)
+    e.position_at_end(entry)
     inv = Invoke(fn.function_type, fn, list(g.args), ok, lp)
     e.insert(inv)
-    e.at_end(ok)
+    e.position_at_end(ok)
     e.insert(Ret() if fn.return_type.is_void else Ret(inv))
-    e.at_end(lp)
+    e.position_at_end(lp)
     e.insert(LandingPad(T.StructType([T.ptr, T.i32]), clauses=[("catch",
                                                                 ConstantNull(T.ptr))]))
     msg = (f"enzyme: an exception was thrown inside the derivative of '{what}'; derivative "
            "code cannot unwind (the derivative of a run that throws is not defined): "
            "aborting\n")
     data = msg.encode()
-    e.call_fn(_unwound(module), [_string(module, msg), ConstantInt(T.i64, len(data))],
-              fn_attrs="noreturn nounwind")
+    e.call(_unwound(module), [_string(module, msg), ConstantInt(T.i64, len(data))],
+           fn_attrs="noreturn nounwind")
     e.insert(Unreachable())
     return g
 

@@ -131,13 +131,14 @@ def lower_batch(site, module) -> None:
     from .emit import Emitter
     call = site.call
     loc = location(call)
-    e = Emitter(module).at_before(call)
+    e = Emitter(module)
+    e.position_before(call)
     fn = site.fn
     results = []
     for k in range(site.width):
         args = [_coerce(e, b.shadows[k] if b.kind == "vector" else b.value,
                         fn.args[b.index].type, loc) for b in site.bindings]
-        r = e.call_fn(fn, args)
+        r = e.call(fn, args)
         dbg = call.get_metadata("dbg")
         if dbg is not None:
             r.set_metadata("dbg", dbg)  # a call that may be inlined needs a location

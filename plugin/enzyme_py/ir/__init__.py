@@ -1,5 +1,6 @@
 """EnzymePy's mutable SSA IR: types, values with use lists, instructions, blocks,
-functions and modules; a parser of LLVM textual IR and a printer.
+functions and modules; a parser of LLVM textual IR, a printer, and IRBuilder, the
+instruction builder (the AD pass builds with ``ad.emit.Emitter``, a subclass).
 
     from enzyme_py.ir import parse_module, print_module, IRBuilder
 """
