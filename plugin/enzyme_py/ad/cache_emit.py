@@ -153,8 +153,11 @@ class CacheEmission:
         cache = self.cache
         self.cache_calls = set()   # calls that touch only cache memory (frees of buffers)
         self.hoist = self._plan_hoisted_buffers()
-        self.appended = appended_buffers(self.loops.loops, self.hoist,
-                                         cache.needs_buffer(self.loops.loops))
+        found = appended_buffers(self.loops.loops, self.hoist,
+                                 cache.needs_buffer(self.loops.loops))
+        # in the loops' order (a set of loops iterates in address order: the cache
+        # layout, and so the generated IR, changed from one build to the next)
+        self.appended = dict.fromkeys(lp for lp in self.loops.loops if lp in found)
         self.appended_state, self.appended_hint = {}, {}
         for lp, h in self.hoist.items():
             if lp not in self.appended:
