@@ -422,35 +422,45 @@ def _fresh_block(call) -> bool:
     return eff is not None and eff.kind == "alloc" and eff.out is None and eff.frees is None
 
 
+def _address_uses(a, derived: set):
+    """The uses of ``a`` and of the pointers derived from it by GEPs and pointer casts
+    (collected in ``derived``), other than those derivations and debug records."""
+    work = [a]
+    while work:
+        v = work.pop()
+        if v in derived:
+            continue
+        derived.add(v)
+        for u in v.uses:
+            user = u.user
+            if getattr(user, "is_debug_use", False):
+                continue   # #dbg_value / #dbg_declare: no effect on the program
+            if isinstance(user, GEP) and u.index == 0 or isinstance(user, Cast) \
+                    and user.opcode in ("bitcast", "addrspacecast"):
+                work.append(user)
+            else:
+                yield u
+
+
+def _marker(user) -> bool:
+    return isinstance(user, Call) and (user.callee_name or "").startswith(
+        ("llvm.lifetime.", "llvm.dbg."))
+
+
 def _derived_pointers(a):
     """``a`` and the pointers derived from it by GEPs and casts, when every other use of
     them loads or stores a value without pointers, or is a lifetime/debug marker or
     ``free``; else None (passed to a call: a parallel region or a callee may read it;
-    stored somewhere: it escapes)."""
-    out, work = set(), [a]
-    while work:
-        v = work.pop()
-        if v in out:
-            continue
-        out.add(v)
-        for u in v.uses:
-            user = u.user
-            if getattr(user, "is_debug_use", False):
-                continue
-            if isinstance(user, Load) or isinstance(user, Store) and u.index == 1:
-                if has_pointer(user.type if isinstance(user, Load)
-                               else user.operand(0).type):
-                    return None
-            elif isinstance(user, (GEP, Cast)) and u.index == 0:
-                if not user.type.is_pointer:
-                    return None
-                work.append(user)
-            elif isinstance(user, Call) and ((user.callee_name or "").startswith(
-                    ("llvm.lifetime.", "llvm.dbg.")) or u.index == 0
-                    and (user.callee_name or "") in FREE_NAMES):
-                continue
-            else:
+    stored somewhere or converted to an integer: it escapes)."""
+    out: set = set()
+    for u in _address_uses(a, out):
+        user = u.user
+        if isinstance(user, Load) or isinstance(user, Store) and u.index == 1:
+            if has_pointer(user.type if isinstance(user, Load) else user.operand(0).type):
                 return None
+        elif not (_marker(user) or isinstance(user, Call) and u.index == 0
+                  and (user.callee_name or "") in FREE_NAMES):
+            return None
     return out
 
 
@@ -552,48 +562,36 @@ def _local_slots(fn) -> dict:
             st, ok = _Slot(), True
             st.floats = floatish(a.allocated_type)
             loads_ptr = other_stores = False
-            work, seen = [a], set()
-            while work and ok:
-                v = work.pop()
-                if v in seen:
-                    continue
-                seen.add(v)
-                for u in v.uses:
-                    user = u.user
-                    if getattr(user, "is_debug_use", False):
-                        continue   # #dbg_value / #dbg_declare: no effect on the program
-                    if isinstance(user, GEP) and u.index == 0:
-                        work.append(user)
-                    elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
-                        work.append(user)
-                    elif isinstance(user, Load):
-                        t = user.type
+            for u in _address_uses(a, set()):
+                user = u.user
+                if isinstance(user, Load):
+                    t = user.type
+                    loads_ptr |= t.is_pointer
+                    st.floats |= floatish(t)
+                    if not t.is_pointer and has_pointer(t):
+                        ok = False
+                elif isinstance(user, Store) and u.index == 1:
+                    x = user.operand(0)
+                    if x.type.is_pointer:
+                        st.ptrs.append(x)
+                    elif has_pointer(x.type):
+                        ok = False
+                    else:
+                        st.floats |= floatish(x.type)
+                        other_stores |= not floatish(x.type)
+                elif _marker(user):
+                    pass
+                elif isinstance(user, Call) \
+                        and _read_by_parallel_region(user, u.index) is not None:
+                    for t in _read_by_parallel_region(user, u.index):
                         loads_ptr |= t.is_pointer
                         st.floats |= floatish(t)
                         if not t.is_pointer and has_pointer(t):
                             ok = False
-                    elif isinstance(user, Store) and u.index == 1:
-                        x = user.operand(0)
-                        if x.type.is_pointer:
-                            st.ptrs.append(x)
-                        elif has_pointer(x.type):
-                            ok = False
-                        else:
-                            st.floats |= floatish(x.type)
-                            other_stores |= not floatish(x.type)
-                    elif isinstance(user, Call) and (user.callee_name or "").startswith(
-                            ("llvm.lifetime.", "llvm.dbg.")):
-                        pass
-                    elif isinstance(user, Call) \
-                            and _read_by_parallel_region(user, u.index) is not None:
-                        for t in _read_by_parallel_region(user, u.index):
-                            loads_ptr |= t.is_pointer
-                            st.floats |= floatish(t)
-                            if not t.is_pointer and has_pointer(t):
-                                ok = False
-                    else:
-                        ok = False
-                        break
+                else:
+                    ok = False
+                if not ok:
+                    break
             if ok and not (loads_ptr and other_stores):
                 out[a] = st
     return out
