@@ -1,8 +1,9 @@
 """C++ standard containers on active data: std::map (libstdc++'s out-of-line red-black
 tree functions are called again on the shadow tree, so it stays linked like the
 primal; insertion with operator[], lookup with find/at, iteration) and
-std::unordered_map (at -O2), keys read from an enzyme_const array.  Reverse and forward
-mode against central differences."""
+std::unordered_map (at -O2), keys read from an enzyme_const array; std::unique_ptr-owned
+objects in a std::vector and objects whose class depends on the data, with virtual calls
+and virtual deletion.  Reverse and forward mode against central differences."""
 
 from __future__ import annotations
 
@@ -85,3 +86,85 @@ def test_map_and_unordered_map(tmp_path, opt, hashed):
         assert float(rev) == pytest.approx(float(fd), rel=1e-6, abs=1e-8), line
         assert float(fwd) == pytest.approx(float(rev), rel=1e-12, abs=1e-14), line
     assert seen == ({"binned", "hashed"} if hashed else {"binned"})
+
+
+# Objects owned by std::unique_ptr in a std::vector (at -O2 InstCombine stores the
+# owned pointer as an integer, `store i64 (ptrtoint p)`, and the vector moves its
+# elements as i64 when it grows), and objects whose class depends on the data (a
+# select between two vtables); virtual calls and virtual deletion, both modes
+SHAPES = r"""
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Shape { virtual ~Shape() = default; virtual double area() const = 0; std::string name; };
+struct Circle : Shape {
+  double r;
+  explicit Circle(double r_) : r(r_) { name = "circle"; }
+  double area() const override { return M_PI * r * r; }
+};
+struct Rect : Shape {
+  double w, h;
+  Rect(double a, double b) : w(a), h(b) { name = "rect"; }
+  double area() const override { return w * h; }
+};
+double owned(const double *p, int n) {
+  std::vector<std::unique_ptr<Shape>> shapes;
+  for (int i = 0; i < n; i++) {
+    if (i % 2) shapes.push_back(std::make_unique<Circle>(p[i]));
+    else shapes.push_back(std::make_unique<Rect>(p[i], p[i] * 2));
+  }
+  double s = 0;
+  for (auto &sh : shapes) s += sh->area() * (sh->name.size() > 4 ? 1.0 : 2.0);
+  return s;
+}
+double chosen(const double *p, int n) {
+  Shape *arr[8];
+  for (int i = 0; i < n; i++)
+    arr[i] = p[i] > 1.2 ? (Shape *)new Circle(p[i]) : (Shape *)new Rect(p[i], 3.0);
+  double s = 0;
+  for (int i = 0; i < n; i++) s += arr[i]->area();
+  for (int i = 0; i < n; i++) delete arr[i];
+  return s;
+}
+#define CHECK(F)                                                                     \
+  for (int k = 0; k < n; k++) {                                                      \
+    double dp[n] = {0}, t[n] = {0};                                                  \
+    __enzyme_autodiff((void *)F, enzyme_dup, p, dp, enzyme_const, n);                \
+    t[k] = 1;                                                                        \
+    double fw = __enzyme_fwddiff((void *)F, enzyme_dup, p, t, enzyme_const, n);      \
+    double s = p[k], h = 1e-6;                                                       \
+    p[k] = s + h; double fp = F(p, n);                                               \
+    p[k] = s - h; double fm = F(p, n);                                               \
+    p[k] = s;                                                                        \
+    printf("%s %d %.17g %.17g %.17g\n", #F, k, dp[k], fw, (fp - fm) / (2 * h));      \
+  }
+int main() {
+  const int n = 5;
+  double p[n] = {0.5, 1.0, 1.5, 2.0, 0.7};
+  CHECK(owned)
+  CHECK(chosen)
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_unique_ptrs_in_a_vector_and_data_dependent_classes(tmp_path, opt):
+    src = Path(tmp_path) / "shapes.cpp"
+    src.write_text(SHAPES)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "shapes")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "shapes")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = set()
+    for line in out.stdout.splitlines():
+        name, k, rev, fwd, fd = line.split()
+        seen.add(name)
+        assert float(rev) == pytest.approx(float(fd), rel=1e-6, abs=1e-8), line
+        assert float(fwd) == pytest.approx(float(rev), rel=1e-12, abs=1e-14), line
+    assert seen == {"owned", "chosen"}

@@ -15,7 +15,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, no_pointer_set_yet, passes_shadow
+from .emit import chooses_among, copy_body, no_pointer_set_yet, passes_shadow
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -136,6 +136,12 @@ class AugmentedForward:
     def _rt(self, name, ty=None):
         return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
 
+    def _own_shadow(self, c) -> bool:
+        """A constant pointer that is its own shadow (see ``_sh_aug``)."""
+        return isinstance(c, (ConstantNull, Undef, Poison)) or c.type.is_pointer \
+            and not _mutable_data_global(c) \
+            and shadow_constant(c, self.ctx.shadow_globals) is None
+
     def _sh_aug(self, v, where):
         s = self.sh_aug.get(v)
         if s is not None:
@@ -153,6 +159,8 @@ class AugmentedForward:
         if no_pointer_set_yet(v):
             # a struct of pointers being built, no pointer field set yet: see forward.py
             return self.vmap.get(v, v)
+        if v not in self.act.shadowed and chooses_among(v, self._own_shadow):
+            return self.vmap.get(v, v)   # a choice among vtables or functions
         if v.type.is_pointer and v not in self.act.shadowed:
             from ..analysis.types import holds_only_integers
             if holds_only_integers(v):
@@ -255,6 +263,13 @@ class AugmentedForward:
                 sv = self._sh_aug(v, inst)
                 st = Store(sv, self._sh_aug(p, inst), align=inst.align)
                 st.insert_after(A)
+            elif isinstance(v, Cast) and v.opcode == "ptrtoint" \
+                    and v.operand(0) in self.act.shadowed:
+                # a pointer stored as an integer (InstCombine makes `unique_ptr`'s
+                # member store `store i64 (ptrtoint p)`): its shadow, the same way
+                sv = Cast("ptrtoint", self._sh_aug(v.operand(0), inst), v.type)
+                sv.insert_after(A)
+                Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32 and not self._int_by_layout(v):

@@ -162,6 +162,31 @@ def _has_float(ty) -> bool:
     return False
 
 
+def chooses_among(v, own_shadow, limit=32) -> bool:
+    """Whether ``v`` is a phi or select (of phis and selects...) choosing only among
+    constant pointers each of which is its own shadow (``own_shadow``): the vtable
+    pointer of an object whose class depends on the data, a function from a table.
+    Its shadow is then ``v`` itself."""
+    from ..ir.instructions import Phi, Select
+    if not isinstance(v, (Phi, Select)):
+        return False
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if len(seen) > limit:
+            return False
+        if isinstance(x, Phi):
+            work.extend(val for val, _ in x.incoming)
+        elif isinstance(x, Select):
+            work.extend(x.operands[1:])
+        elif x.is_instruction or not x.is_constant or not own_shadow(x):
+            return False
+    return True
+
+
 def no_pointer_set_yet(v) -> bool:
     """An ``insertvalue`` chain from poison/undef that has inserted only values without
     pointers (integers) so far."""

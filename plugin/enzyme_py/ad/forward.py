@@ -32,7 +32,7 @@ from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, 
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
-from .emit import Emitter, copy_body, no_pointer_set_yet, passes_shadow, zero
+from .emit import Emitter, chooses_among, copy_body, no_pointer_set_yet, passes_shadow, zero
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -164,6 +164,8 @@ class ForwardGen:
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
+            if chooses_among(v, _own_tangentless):
+                return [self.P_(v)] * self.W   # a choice among vtables or functions
             if no_pointer_set_yet(v):
                 # a struct of pointers being built (SROA's insertvalue chain from poison)
                 # before any pointer field is set: the primal integers and poison
@@ -337,6 +339,9 @@ class ForwardGen:
                 vals = self.S(v, inst)
             elif floatish(v.type) or v in self.tan:
                 vals = self.T(v)
+            elif isinstance(v, Cast) and v.opcode == "ptrtoint" and v.operand(0) in act.shadowed:
+                # a pointer stored as an integer: its shadow, the same way (augmented.py)
+                vals = [e.cast("ptrtoint", s, v.type) for s in self.S(v.operand(0), inst)]
             else:
                 return
             for x, s in zip(vals, self.S(p, inst)):
@@ -585,6 +590,14 @@ class ForwardGen:
             new = c
         A.erase()
         self.vmap[inst] = new
+
+
+def _own_tangentless(c) -> bool:
+    """A constant pointer through which no tangent can be read or written (see
+    ``ForwardGen.S``): null, a function, data without floats, a vtable."""
+    return isinstance(c, (ConstantNull, Undef, Poison)) or isinstance(c, Function) \
+        or isinstance(c, GlobalVariable) and not floatish(c.value_type) \
+        and not has_pointer(c.value_type) or _vtable_like(c)
 
 
 def _vtable_like(v) -> bool:
