@@ -15,7 +15,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import chooses_among, copy_body, no_pointer_set_yet, passes_shadow
+from .emit import copy_body, made_of_own_shadows, no_pointer_set_yet, passes_shadow
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -159,8 +159,8 @@ class AugmentedForward:
         if no_pointer_set_yet(v):
             # a struct of pointers being built, no pointer field set yet: see forward.py
             return self.vmap.get(v, v)
-        if v not in self.act.shadowed and chooses_among(v, self._own_shadow):
-            return self.vmap.get(v, v)   # a choice among vtables or functions
+        if v not in self.act.shadowed and made_of_own_shadows(v, self._own_shadow):
+            return self.vmap.get(v, v)   # vtables, functions, null + n
         if v.type.is_pointer and v not in self.act.shadowed:
             from ..analysis.types import holds_only_integers
             if holds_only_integers(v):

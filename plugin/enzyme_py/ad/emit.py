@@ -162,13 +162,14 @@ def _has_float(ty) -> bool:
     return False
 
 
-def chooses_among(v, own_shadow, limit=32) -> bool:
-    """Whether ``v`` is a phi or select (of phis and selects...) choosing only among
-    constant pointers each of which is its own shadow (``own_shadow``): the vtable
-    pointer of an object whose class depends on the data, a function from a table.
-    Its shadow is then ``v`` itself."""
-    from ..ir.instructions import Phi, Select
-    if not isinstance(v, (Phi, Select)):
+def made_of_own_shadows(v, own_shadow, limit=32) -> bool:
+    """Whether the pointer instruction ``v`` is built only from constant pointers each
+    of which is its own shadow (``own_shadow``), through phis, selects, GEPs and pointer
+    casts: the vtable pointer of an object whose class depends on the data, a function
+    from a table, the end ``null + n`` of an empty ``std::vector``.  Its shadow is then
+    ``v`` itself (a GEP applies to the shadow with the same indices)."""
+    from ..ir.instructions import GEP, Cast, Phi, Select
+    if not v.is_instruction:
         return False
     work, seen = [v], set()
     while work:
@@ -182,6 +183,9 @@ def chooses_among(v, own_shadow, limit=32) -> bool:
             work.extend(val for val, _ in x.incoming)
         elif isinstance(x, Select):
             work.extend(x.operands[1:])
+        elif isinstance(x, GEP) or isinstance(x, Cast) \
+                and x.opcode in ("bitcast", "addrspacecast"):
+            work.append(x.operand(0))
         elif x.is_instruction or not x.is_constant or not own_shadow(x):
             return False
     return True

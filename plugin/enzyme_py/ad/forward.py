@@ -32,7 +32,7 @@ from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, 
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .sort import fwd_qsort
-from .emit import Emitter, chooses_among, copy_body, no_pointer_set_yet, passes_shadow, zero
+from .emit import Emitter, copy_body, made_of_own_shadows, no_pointer_set_yet, passes_shadow, zero
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -164,8 +164,8 @@ class ForwardGen:
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
-            if chooses_among(v, _own_tangentless):
-                return [self.P_(v)] * self.W   # a choice among vtables or functions
+            if made_of_own_shadows(v, _own_tangentless):
+                return [self.P_(v)] * self.W   # vtables, functions, null + n
             if no_pointer_set_yet(v):
                 # a struct of pointers being built (SROA's insertvalue chain from poison)
                 # before any pointer field is set: the primal integers and poison

@@ -30,7 +30,7 @@ import re
 from ..ir.attributes import Attributes
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
-from ..ir.values import Argument
+from ..ir.values import Argument, ConstantNull, Poison, Undef
 
 __all__ = ["memory_kinds", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
            "tbaa_kind", "HINTS", "holds_only_integers"]
@@ -147,6 +147,8 @@ def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
         if v in seen:
             continue
         seen.add(v)
+        if isinstance(v, (ConstantNull, Undef, Poison)):
+            continue    # not memory: its uses are every null of the module
         if isinstance(v, Alloca):
             scalar_kinds(v.allocated_type, kinds)
         elif isinstance(v, Argument) and v.parent is not None:
