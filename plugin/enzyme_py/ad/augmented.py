@@ -137,7 +137,9 @@ class AugmentedForward:
         return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
 
     def _own_shadow(self, c) -> bool:
-        """A constant pointer that is its own shadow (see ``_sh_aug``)."""
+        """A constant pointer that is its own shadow: null, or a pointer into no
+        writable data that holds floats or pointers and into no global with a shadow
+        global (a function, read-only or float-free data)."""
         return isinstance(c, (ConstantNull, Undef, Poison)) or c.type.is_pointer \
             and not _mutable_data_global(c) \
             and shadow_constant(c, self.ctx.shadow_globals) is None
@@ -151,8 +153,7 @@ class AugmentedForward:
         sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
         if sg is not None:
             return sg
-        if v.type.is_pointer and not v.is_instruction and not isinstance(v, Argument) \
-                and not _mutable_data_global(v):
+        if not v.is_instruction and not isinstance(v, Argument) and self._own_shadow(v):
             # a function, read-only or float-free global: its "shadow" is itself, no
             # adjoint can be accumulated there
             return v
@@ -565,14 +566,10 @@ def _constant_pointers(p):
     """The non-null pointers in the initialiser of the constant global ``p`` points
     into (a constant struct initialiser clang copies with memcpy), or None when ``p``
     does not point into a constant global."""
-    from ..ir.module import GlobalVariable
+    from ..analysis.globals import global_base
     from ..ir.values import ConstantAggregate
-    g = p
-    for _ in range(16):
-        if g.is_global or not getattr(g, "operands", None):
-            break
-        g = g.operand(0)
-    if not isinstance(g, GlobalVariable) or not g.is_constant or g.initializer is None:
+    g = global_base(p)
+    if g is None or not g.is_constant or g.initializer is None:
         return None
     out, work = [], [g.initializer]
     while work:

@@ -156,11 +156,7 @@ class ForwardGen:
                               hint="keep the intermediate values in a local array")
             return [sg]
         if v not in self.act.shadowed:
-            if isinstance(v, Function) or (isinstance(v, GlobalVariable)
-                                           and not floatish(v.value_type)
-                                           and not has_pointer(v.value_type)) \
-                    or (isinstance(v, ConstantExpr) and v.opcode == "inttoptr") \
-                    or _vtable_like(v):
+            if _own_tangentless(v):
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
@@ -593,11 +589,13 @@ class ForwardGen:
 
 
 def _own_tangentless(c) -> bool:
-    """A constant pointer through which no tangent can be read or written (see
-    ``ForwardGen.S``): null, a function, data without floats, a vtable."""
-    return isinstance(c, (ConstantNull, Undef, Poison)) or isinstance(c, Function) \
+    """A constant pointer through which no tangent can be read or written, so it is
+    its own shadow: null, a function, data without floats or pointers, a vtable, an
+    address made from an integer (``MPI_IN_PLACE``)."""
+    return isinstance(c, (ConstantNull, Undef, Poison, Function)) \
         or isinstance(c, GlobalVariable) and not floatish(c.value_type) \
-        and not has_pointer(c.value_type) or _vtable_like(c)
+        and not has_pointer(c.value_type) \
+        or isinstance(c, ConstantExpr) and c.opcode == "inttoptr" or _vtable_like(c)
 
 
 def _vtable_like(v) -> bool:
