@@ -79,6 +79,18 @@ def _new(module, name, ret, params, attrs="nounwind"):
     return fn, True
 
 
+def _next_slot(e, i, first, nxt, loop, after) -> None:
+    """The latch of a loop over the pool's slots: at the end of ``nxt``, go on with
+    slot ``i + 1`` in ``loop`` or, past the last one, continue in ``after``; ``i`` (a
+    phi of ``loop``) starts at 0 from ``first``."""
+    e.position_at_end(nxt)
+    i1 = e.binop("add", i, ConstantInt(T.i64, 1))
+    e.cbranch(e.icmp("ult", i1, ConstantInt(T.i64, POOL_SLOTS)), loop, after)
+    i.add_incoming(ConstantInt(T.i64, 0), first)
+    i.add_incoming(i1, nxt)
+    e.position_at_end(after)
+
+
 OUT_OF_MEMORY = "__enzyme_py_out_of_memory"
 
 
@@ -611,12 +623,7 @@ def _cache_pool(module, e, name, full=None, what=None):
         free = e.declare("free", T.void, [T.ptr])
         e.call(free, [p])
         e.br(nxt)
-        e.position_at_end(nxt)
-        i1 = e.binop("add", i, ConstantInt(i64, 1))
-        e.cbranch(e.icmp("ult", i1, ConstantInt(i64, POOL_SLOTS)), loop, fresh)
-        i.add_incoming(ConstantInt(i64, 0), sized)
-        i.add_incoming(i1, nxt)
-        e.position_at_end(fresh)
+        _next_slot(e, i, sized, nxt, loop, fresh)
         malloc = e.declare("malloc", T.ptr, [i64])
         nb = e.binop("add", n, ConstantInt(i64, 16))
         raw = e.call(malloc, [nb])
@@ -649,12 +656,7 @@ def _cache_pool(module, e, name, full=None, what=None):
     # the first block pooled registers (atexit) the function that empties the pool
     e.position_at_end(pooled)
     _register_drain(module, e, fn, done)
-    e.position_at_end(nxt)
-    i1 = e.binop("add", i, ConstantInt(i64, 1))
-    e.cbranch(e.icmp("ult", i1, ConstantInt(i64, POOL_SLOTS)), loop, out)
-    i.add_incoming(ConstantInt(i64, 0), sized)
-    i.add_incoming(i1, nxt)
-    e.position_at_end(out)
+    _next_slot(e, i, sized, nxt, loop, out)
     free = e.declare("free", T.void, [T.ptr])
     e.call(free, [raw])
     e.br(done)
