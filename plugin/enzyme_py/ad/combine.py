@@ -36,7 +36,7 @@ from ..analysis.effects import call_effect
 from ..ir import types as T
 from ..ir.instructions import Alloca, AtomicRMW, Call, CmpXchg, GEP, Load, Ret, Store
 from ..ir.values import ConstantInt, ConstantNull
-from .emit import Emitter
+from .emit import Emitter, loop_latch
 from .runtime import _new
 
 TABLE = 1024                       # slots (16 KB on the thread's stack); a power of two
@@ -125,12 +125,7 @@ def _flush_fn(m):
     e.insert(AtomicRMW("fadd", a, e.load(T.double, val, 8), "monotonic", align=8))
     e.store(ConstantNull(T.ptr), slot, 8)
     e.br(nxt)
-    e.position_at_end(nxt)
-    i1 = e.binop("add", i, ConstantInt(T.i64, 1))
-    e.cbranch(e.icmp("ult", i1, ConstantInt(T.i64, TABLE)), loop, done)
-    i.add_incoming(ConstantInt(T.i64, 0), entry)
-    i.add_incoming(i1, nxt)
-    e.position_at_end(done)
+    loop_latch(e, i, TABLE, entry, nxt, loop, done)
     e.ret()
     return fn
 

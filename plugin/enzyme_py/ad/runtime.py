@@ -79,18 +79,6 @@ def _new(module, name, ret, params, attrs="nounwind"):
     return fn, True
 
 
-def _next_slot(e, i, first, nxt, loop, after) -> None:
-    """The latch of a loop over the pool's slots: at the end of ``nxt``, go on with
-    slot ``i + 1`` in ``loop`` or, past the last one, continue in ``after``; ``i`` (a
-    phi of ``loop``) starts at 0 from ``first``."""
-    e.position_at_end(nxt)
-    i1 = e.binop("add", i, ConstantInt(T.i64, 1))
-    e.cbranch(e.icmp("ult", i1, ConstantInt(T.i64, POOL_SLOTS)), loop, after)
-    i.add_incoming(ConstantInt(T.i64, 0), first)
-    i.add_incoming(i1, nxt)
-    e.position_at_end(after)
-
-
 OUT_OF_MEMORY = "__enzyme_py_out_of_memory"
 
 
@@ -581,6 +569,7 @@ def _cache_pool(module, e, name, full=None, what=None):
     never enter it: each pool visit costs atomic exchanges over its slots, more than
     malloc/free of a small block (a cache of a few hundred bytes allocated per call of
     a helper was 8% of LSTM's gradient)."""
+    from .emit import loop_latch
     from ..ir.instructions import GEP, AtomicRMW, CmpXchg, ExtractValue
     from ..ir.values import ConstantNull, ZeroInit
     i64 = T.i64
@@ -623,7 +612,7 @@ def _cache_pool(module, e, name, full=None, what=None):
         free = e.declare("free", T.void, [T.ptr])
         e.call(free, [p])
         e.br(nxt)
-        _next_slot(e, i, sized, nxt, loop, fresh)
+        loop_latch(e, i, POOL_SLOTS, sized, nxt, loop, fresh)
         malloc = e.declare("malloc", T.ptr, [i64])
         nb = e.binop("add", n, ConstantInt(i64, 16))
         raw = e.call(malloc, [nb])
@@ -656,7 +645,7 @@ def _cache_pool(module, e, name, full=None, what=None):
     # the first block pooled registers (atexit) the function that empties the pool
     e.position_at_end(pooled)
     _register_drain(module, e, fn, done)
-    _next_slot(e, i, sized, nxt, loop, out)
+    loop_latch(e, i, POOL_SLOTS, sized, nxt, loop, out)
     free = e.declare("free", T.void, [T.ptr])
     e.call(free, [raw])
     e.br(done)
