@@ -692,3 +692,53 @@ int main(void) {
 }
 """, opt)
     assert "a pointer without a shadow" in err and "enzyme_dup" in err, err
+
+
+# A buffer reached only through a pointer kept in a struct: a generic array (like GLib's
+# GArray) whose noinline copy moves bytes through `void *data`.  The memmove sees no typed
+# access to either buffer (both come from loads of `->data`, offset in bytes), so only the
+# byte-offset analysis, following the `data` field to the stores of doubles in `f`, can
+# say what it moves.  Before it: "memmove into memory that carries derivatives, but type
+# analysis cannot tell what the memory holds".
+KEPT_POINTER = r"""
+typedef struct { size_t elem, len; void *data; } Array;
+__attribute__((noinline)) static void array_copy(Array *dst, size_t i, const Array *src,
+                                                 size_t j, size_t count) {
+    memmove((char *)dst->data + i * dst->elem, (const char *)src->data + j * src->elem,
+            count * src->elem);
+}
+static Array array_new(size_t elem, size_t len) {
+    Array a = {elem, len, calloc(len, elem)};
+    return a;
+}
+double f(const double *x, int n) {
+    Array a = array_new(sizeof(double), 2 * n), b = array_new(sizeof(double), 2 * n);
+    double *ad = a.data;
+    for (int k = 0; k < n; k++) { ad[k] = x[k] * x[k]; ad[n + k] = 3 * x[k]; }
+    array_copy(&b, 0, &a, n, n);     /* b[0..n)  = 3 x   */
+    array_copy(&b, n, &a, 0, n);     /* b[n..2n) = x^2   */
+    array_copy(&a, 0, &b, 0, n);     /* a[0..n)  = 3 x (overwrites x^2) */
+    double s = 0;
+    for (int k = 0; k < n; k++)
+        s += ((double *)b.data)[k] * ((double *)b.data)[n + k] + (k + 1) * ad[k];
+    free(a.data); free(b.data);
+    return s;   /* sum 3 x^3 + 3 (k+1) x */
+}
+int main(void) {
+    double x[3] = {0.5, -1.5, 2.0}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("rev dx", dx[i], 9 * x[i] * x[i] + 3 * (i + 1));
+    for (int i = 0; i < 3; i++) {
+        double v[3] = {0};
+        v[i] = 1;
+        check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 3),
+              9 * x[i] * x[i] + 3 * (i + 1));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_copy_between_buffers_kept_in_structs(tmp_path, opt):
+    run(tmp_path, KEPT_POINTER, opt)

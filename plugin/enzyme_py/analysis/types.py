@@ -18,6 +18,9 @@ collects every typed access reachable from the same underlying objects:
 - the program's hints ``__enzyme_double(p, bytes)``, ``__enzyme_float``,
   ``__enzyme_integer``, ``__enzyme_pointer`` (see include/enzyme.h).
 
+Where these find nothing, ``pointee_kinds`` asks the byte-offset analysis of
+``typetree``, which also follows pointers kept in memory.
+
 The AD pass asks only where it must know (the adjoint of a memcpy/memmove moves values
 of one type); where the set stays empty for memory that carries derivatives it reports a
 compile error naming the hint, never a guess.
@@ -32,8 +35,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
                                Ret, Select, Store)
 from ..ir.values import Argument, ConstantNull, Poison, Undef
 
-__all__ = ["memory_kinds", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
-           "tbaa_kind", "HINTS", "holds_only_integers"]
+__all__ = ["memory_kinds", "pointee_kinds", "layout_kinds", "float_fields",
+           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -197,6 +200,23 @@ def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
     return kinds
 
 
+def pointee_kinds(module, ptrs, size=None) -> set:
+    """What the byte-offset analysis (``typetree``) finds in the ``size`` bytes at each
+    pointer (None: to the end of the object).  It follows pointers kept in memory (the
+    buffer behind a ``std::vector``'s ``_M_start``), which ``memory_kinds`` does not."""
+    from .typetree import MemoryTypes
+    types = MemoryTypes.of(module, ptrs)
+    kinds: set = set()
+    for p in ptrs:
+        kinds |= types.kinds(p, 0, size)
+    return kinds
+
+
+def _module_of(v):
+    f = v.parent if isinstance(v, Argument) else getattr(getattr(v, "parent", None), "parent", None)
+    return getattr(f, "parent", None) if f is not None else None
+
+
 def _access(inst, ty, kinds):
     if ty.is_int:
         k = tbaa_kind(inst)
@@ -212,6 +232,9 @@ def holds_only_integers(p) -> bool:
     whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
     int &``).  No derivative can be read or accumulated through such a pointer."""
     kinds = memory_kinds([p])
+    module = _module_of(p)
+    if not kinds and module is not None:
+        kinds = pointee_kinds(module, [p])
     if kinds == {"int"}:
         return True
     if not kinds or kinds & {"double", "float", "float-other"}:

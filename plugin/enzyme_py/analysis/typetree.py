@@ -1,0 +1,471 @@
+"""Byte-offset types of memory, by unification: what each pointer points at, offset by offset.
+
+``types.memory_kinds`` answers "what does this object hold?" from the typed accesses
+reachable from a pointer's own object.  It does not follow pointers *kept in memory*: a
+``std::vector<double>``'s buffer is reached only by loading ``_M_start`` from the vector,
+so a ``memmove`` between two such buffers in ``std::copy`` (``vector(n, proto)`` at -O0
+and -O2) saw no typed access at all.  This module does, with byte offsets.
+
+The model is Steensgaard's unification-based points-to analysis made field-sensitive
+with byte offsets and strides, used for types (the role of Enzyme's TypeAnalysis type
+trees; unlike Enzyme's it is flow- and context-insensitive: a helper called on doubles
+and on ints sees both):
+
+- Every pointer value belongs to one *class* of memory at a byte offset from the class's
+  base: ``q = gep p, 16`` puts ``q`` at ``p``'s offset + 16; casts, phis, selects, a
+  call's arguments and its callee's parameters, a callee's returned value and the call,
+  the two sides of a memcpy/memmove, all unify.
+- A GEP with a variable index (``p + 8*i``) makes the class *periodic* with the index's
+  stride: offsets are known modulo the period (an array of 24-byte structs keeps its
+  three fields apart; an array of doubles is "every 8 bytes: double").
+- Each class records the kinds accessed at each offset ('double', 'float', 'int',
+  'ptr', 'float-other'): loads, stores, atomics (integer accesses that TBAA calls
+  double/pointer count as such, as in ``types``), the declared layout of allocas and
+  globals, constant initialisers and the ``__enzyme_double/float/integer/pointer`` hints.
+- A pointer stored at offset o of a class, or loaded from there, belongs to the class's
+  *field* at o -- the pointee class: the buffer behind every ``_M_start`` of an array
+  of vectors is one class, typed by the stores ``v[i][j] = x`` make through it.  Pointers
+  copied as pointer-sized integers (InstCombine's ``load i64``/``store i64`` of a
+  pointer, ``ptrtoint``/``inttoptr``) are followed the same way.
+
+It is an over-approximation: two objects that are ever unified share their facts, so a
+query can only return more kinds than the memory holds, never fewer -- except for memory
+written where the analysis cannot see (an external function, a pointer rebuilt from
+integer arithmetic), which ``types`` does not see either.  Only the functions the AD pass
+has materialised and the defined functions they call are analysed (the rest of a C++
+module stays unparsed).
+
+``MemoryTypes.of(module)`` builds the analysis once per module; ``kinds(p, offset, size)``
+answers for ``size`` bytes at ``p`` (``size=None``: to the end of the object);
+``tree(p)`` is the printable type tree of what ``p`` points at, e.g. the buffer of a
+``std::vector<std::vector<double>>``::
+
+    {0+24k: ptr {0+8k: double}, 8+24k: ptr {0+8k: double}, 16+24k: ptr {0+8k: double}}
+"""
+
+from __future__ import annotations
+
+import weakref
+from math import gcd
+
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
+                               Ret, Select, Store)
+from ..ir.module import Function, GlobalVariable
+from ..ir.values import (Argument, ConstantAggregate, ConstantExpr, ConstantInt,
+                         ConstantString)
+
+__all__ = ["MemoryTypes"]
+
+_COPIES = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
+_HINTS = {"__enzyme_double": ("double", 8), "__enzyme_float": ("float", 4),
+          "__enzyme_integer": ("int", 1), "__enzyme_pointer": ("ptr", 8)}
+_MOST_FUNCTIONS = 4000
+
+
+def _index(v, depth=8):
+    """A GEP index as (c, m): the values it can take are c + m*k (m = 0: exactly c).
+    ``gep i8, p, (mul i, 24)`` -- the -O2 spelling of an array of 24-byte structs -- is
+    periodic with 24, not with 1."""
+    if isinstance(v, ConstantInt):
+        return v.value, 0
+    if depth and isinstance(v, BinaryOp):
+        op = v.opcode
+        if op in ("add", "sub", "or"):
+            if op == "or" and "disjoint" not in getattr(v, "flags", ()):
+                return 0, 1
+            (ca, ma), (cb, mb) = _index(v.operand(0), depth - 1), _index(v.operand(1), depth - 1)
+            return (ca - cb if op == "sub" else ca + cb), gcd(ma, mb)
+        if op in ("mul", "shl") and isinstance(v.operand(1), ConstantInt):
+            k = v.operand(1).value
+            k = k if op == "mul" else 1 << k if 0 <= k < 63 else 0
+            if k:
+                ca, ma = _index(v.operand(0), depth - 1)
+                return ca * k, abs(ma * k)
+    if depth and isinstance(v, Cast) and v.opcode in ("sext", "zext"):
+        return _index(v.operand(0), depth - 1)
+    return 0, 1
+
+
+class _Node:
+    """A union-find node.  ``addr(node) = addr(parent) + delta``; a root is a class
+    with its period (0: none), facts {offset: {(kind, bytes)}} and fields {offset:
+    node of the pointee}, offsets taken modulo the period."""
+
+    __slots__ = ("parent", "delta", "period", "facts", "fields")
+
+    def __init__(self):
+        self.parent, self.delta, self.period = None, 0, 0
+        self.facts: dict[int, set] = {}
+        self.fields: dict[int, _Node] = {}
+
+
+class MemoryTypes:
+    """The unification over the module's analysed functions (see the module docstring)."""
+
+    _built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, module, values=()) -> MemoryTypes:
+        """The analysis of ``module``, built again when one of ``values`` lies in a
+        function made since (the AD pass adds functions as it goes)."""
+        got = cls._built.get(module)
+        if got is None or any(got._unseen(v) for v in values):
+            got = cls._built[module] = cls(module)
+        return got
+
+    def _unseen(self, v) -> bool:
+        if v in self._node:
+            return False
+        f = v.parent if isinstance(v, Argument) else getattr(v, "parent", None)
+        f = getattr(f, "parent", None) if f is not None and not isinstance(v, Argument) else f
+        return isinstance(f, Function) and f not in self._analysed
+
+    def __init__(self, module, functions=None):
+        self.module, self.dl = module, module.datalayout
+        self._node: dict = {}
+        self._pending: list = []
+        self._returns: dict = {}
+        if functions is None:
+            functions = [f for f in module.functions
+                         if f.is_materialized and not f.is_declaration]
+        self.functions = self._closure(functions)
+        self._analysed = set(self.functions)
+        for g in module.global_variables:
+            self._global(g)
+        for f in self.functions:
+            for inst in f.instructions():
+                self._visit(inst)
+        self._drain()
+
+    # -- queries ------------------------------------------------------------------------
+    def kinds(self, p, offset=0, size=None) -> set:
+        """The kinds of the ``size`` bytes at ``p + offset`` (None: to the end of the
+        object); an empty set where nothing is known (or ``p`` was not analysed)."""
+        if p not in self._node:
+            return set()
+        root, off = self._find(self._node[p])
+        lo = off + offset
+        out = set()
+        for o, fs in root.facts.items():
+            for kind, n in fs:
+                if self._overlaps(root.period, o, n, lo, size):
+                    out.add(kind)
+        return out
+
+    def tree(self, p) -> str:
+        """What ``p`` points at as a printable byte-offset type tree (offsets from ``p``;
+        ``a+Pk`` is offset a in every period of P bytes; ``{...}`` after ``ptr`` is the
+        pointee, ``#`` a class already printed above)."""
+        if p not in self._node:
+            return "{}"
+        root, off = self._find(self._node[p])
+        return self._show(root, off, set())
+
+    # -- building -------------------------------------------------------------------------
+    def _closure(self, functions):
+        out, seen = [], set()
+        work = list(functions)
+        while work and len(out) < _MOST_FUNCTIONS:
+            f = work.pop()
+            if f in seen or f.is_declaration:
+                continue
+            seen.add(f)
+            out.append(f)
+            for inst in f.instructions():
+                if isinstance(inst, Call):
+                    callee = inst.called_function
+                    if callee is not None and callee not in seen:
+                        work.append(callee)
+        return out
+
+    def node(self, v) -> _Node:
+        n = self._node.get(v)
+        if n is None:
+            n = self._node[v] = _Node()
+            if isinstance(v, ConstantExpr):
+                self._const_expr(v, n)
+        return n
+
+    def _tracked(self, v) -> bool:
+        """Values that may be pointers: pointer-typed or pointer-sized integers, not
+        the null/undef keywords (every null of the module is one Value class)."""
+        ty = v.type
+        if not (ty.is_pointer or ty.is_int and ty.width == 64):
+            return False
+        if isinstance(v, ConstantInt) or v.is_constant and not isinstance(
+                v, (ConstantExpr, GlobalVariable, Function)):
+            return False
+        return True
+
+    def _unify(self, a, b, d=0):
+        """``a`` and ``b`` (values) point into one class, ``addr(a) = addr(b) + d``."""
+        if self._tracked(a) and self._tracked(b):
+            self._pending.append((self.node(a), self.node(b), d))
+
+    def _fact(self, p, offset, kind, n):
+        if self._tracked(p):
+            root, off = self._find(self.node(p))
+            key = self._key(root, off + offset)
+            root.facts.setdefault(key, set()).add((kind, n))
+
+    def _field(self, p, offset=0) -> _Node:
+        root, off = self._find(self.node(p))
+        key = self._key(root, off + offset)
+        f = root.fields.get(key)
+        if f is None:
+            f = root.fields[key] = _Node()
+        return f
+
+    def _points_to_field(self, v, p):
+        """The pointer (or pointer-sized integer) ``v`` is kept at ``p``."""
+        if self._tracked(v) and self._tracked(p):
+            self._pending.append((self.node(v), self._field(p), 0))
+
+    def _visit(self, inst):
+        if isinstance(inst, GEP):
+            self._gep(inst, inst.operand(0), inst.source_type, inst.indices)
+        elif isinstance(inst, Cast):
+            self._unify(inst, inst.operand(0))
+        elif isinstance(inst, Phi):
+            for v, _ in inst.incoming:
+                self._unify(inst, v)
+        elif isinstance(inst, Select):
+            self._unify(inst, inst.operand(1))
+            self._unify(inst, inst.operand(2))
+        elif isinstance(inst, Alloca):
+            if self._tracked(inst):
+                self._layout(inst, inst.allocated_type, 0, ints=False)
+        elif isinstance(inst, Load):
+            self._access(inst, inst.operand(0), inst.type)
+            self._points_to_field(inst, inst.operand(0))
+        elif isinstance(inst, Store):
+            self._access(inst, inst.operand(1), inst.operand(0).type)
+            self._points_to_field(inst.operand(0), inst.operand(1))
+        elif isinstance(inst, (AtomicRMW, CmpXchg)):
+            self._access(inst, inst.operand(0), inst.operand(1).type)
+            self._points_to_field(inst.operand(1), inst.operand(0))
+            if isinstance(inst, AtomicRMW):
+                self._points_to_field(inst, inst.operand(0))
+        elif isinstance(inst, Call):
+            self._call(inst)
+        elif isinstance(inst, Ret) and inst.value is not None and inst.parent is not None:
+            f = inst.parent.parent
+            if self._tracked(inst.value):
+                self._pending.append((self._return_node(f), self.node(inst.value), 0))
+
+    def _return_node(self, f) -> _Node:
+        n = self._returns.get(f)
+        if n is None:
+            n = self._returns[f] = _Node()
+        return n
+
+    def _call(self, c):
+        name = c.callee_name or ""
+        args = c.args
+        if name.startswith(_COPIES) and len(args) >= 3:
+            self._unify(args[0], args[1])     # the bytes at both sides are alike
+            return
+        if name in _HINTS and args:
+            kind, n = _HINTS[name]
+            size = args[1] if len(args) > 1 else None
+            if isinstance(size, ConstantInt) and 0 < size.value <= 1 << 16:
+                for o in range(0, size.value, n):
+                    self._fact(args[0], o, kind, n)
+            elif self._tracked(args[0]):
+                self._fact(args[0], 0, kind, n)
+                self._periodic(args[0], n)
+            return
+        callee = c.called_function
+        if callee is None or callee.is_declaration:
+            return
+        for a, p in zip(args, callee.args):
+            self._unify(p, a)
+        if self._tracked(c):
+            self._pending.append((self.node(c), self._return_node(callee), 0))
+
+    def _gep(self, g, base, source_type, indices):
+        """``g = base + c + i*s...``: one class, periodic with each variable stride."""
+        dl, ty = self.dl, source_type
+        c, strides = 0, []
+        try:
+            for k, i in enumerate(indices):
+                if k == 0:
+                    step = dl.size_in_bytes(ty)
+                elif ty.is_struct:
+                    if not isinstance(i, ConstantInt):
+                        return
+                    c += dl.field_offsets(ty)[i.value]
+                    ty = ty.elements[i.value]
+                    continue
+                else:
+                    ty = ty.element
+                    step = dl.size_in_bytes(ty)
+                ci, mi = _index(i)
+                c += ci * step
+                if mi:
+                    strides.append(mi * step)
+        except (AttributeError, IndexError, TypeError, ValueError):
+            return     # an unusual type: the GEP is not followed (its class knows less)
+        if not (self._tracked(g) and self._tracked(base)):
+            return
+        self._unify(g, base, c)
+        if source_type.is_float or source_type.is_pointer:
+            self._fact(g, 0, *self._scalar(source_type))
+        for s in strides:
+            self._periodic(g, s)
+
+    def _periodic(self, v, stride):
+        self._drain()
+        root, _ = self._find(self.node(v))
+        self._set_period(root, gcd(root.period, abs(stride)) if stride else 1)
+        self._drain()
+
+    def _const_expr(self, e, n):
+        if e.opcode == "getelementptr" and e.operands:
+            self._gep(e, e.operand(0), e.source_type, e.operands[1:])
+        elif e.opcode in ("bitcast", "addrspacecast", "ptrtoint", "inttoptr") and e.operands:
+            self._unify(e, e.operand(0))
+
+    def _global(self, g):
+        if g.is_declaration or g.initializer is None:
+            return
+        self._layout(g, g.value_type, 0, ints=True)
+        self._initialiser(g, g.initializer, 0)
+
+    def _initialiser(self, g, v, off):
+        """Pointers in a global's initialiser: the field at their offset is their class."""
+        ty = v.type
+        if ty.is_pointer and self._tracked(v):
+            self._pending.append((self.node(v), self._field(g, off), 0))
+        elif isinstance(v, ConstantAggregate) and not isinstance(v, ConstantString):
+            if ty.is_struct:
+                offs = self.dl.field_offsets(ty)
+                for e, o in zip(v.operands, offs):
+                    self._initialiser(g, e, off + o)
+            elif ty.is_array or ty.is_vector:
+                step = self.dl.size_in_bytes(ty.element)
+                for k, e in enumerate(v.operands[:4096]):
+                    self._initialiser(g, e, off + k * step)
+
+    def _layout(self, p, ty, off, ints):
+        """Facts from a declared type (an alloca's, a global's); byte arrays of an
+        alloca say nothing (SROA and clang make `[N x i8]` locals of any content)."""
+        from .types import _is_union
+        if ty.is_struct and not getattr(ty, "is_opaque", False):
+            if _is_union(ty):
+                return      # which member is live is not the declared type's to say
+            for e, o in zip(ty.elements, self.dl.field_offsets(ty)):
+                self._layout(p, e, off + o, True)
+        elif ty.is_array or ty.is_vector:
+            if ty.element.is_int and ty.element.width == 8 and not ints:
+                return
+            step = self.dl.size_in_bytes(ty.element)
+            for k in range(min(ty.count, 256)):
+                self._layout(p, ty.element, off + k * step, True)
+        elif ty.is_float or ty.is_pointer or ty.is_int:
+            self._fact(p, off, *self._scalar(ty))
+
+    def _scalar(self, ty):
+        n = self.dl.store_size(ty)
+        if ty.is_float:
+            return (ty.kind if ty.kind in ("double", "float") else "float-other"), n
+        return ("ptr" if ty.is_pointer else "int"), n
+
+    def _access(self, inst, p, ty):
+        from .types import tbaa_kind
+        if ty.is_int:
+            k = tbaa_kind(inst, self.module)
+            if k is not None and k != "int":
+                self._fact(p, 0, k, self.dl.store_size(ty))
+                return
+        if ty.is_struct or ty.is_array or ty.is_vector:
+            self._layout(p, ty, 0, ints=True)
+        elif ty.is_float or ty.is_pointer or ty.is_int:
+            self._fact(p, 0, *self._scalar(ty))
+
+    # -- union-find ------------------------------------------------------------------
+    def _find(self, n):
+        path = []
+        while n.parent is not None:
+            path.append(n)
+            n = n.parent
+        acc = 0
+        for x in reversed(path):
+            acc += x.delta
+            x.parent, x.delta = n, acc
+        return n, (path[0].delta if path else 0)
+
+    @staticmethod
+    def _key(root, off):
+        return off % root.period if root.period else off
+
+    def _drain(self):
+        while self._pending:
+            a, b, d = self._pending.pop()
+            ra, oa = self._find(a)
+            rb, ob = self._find(b)
+            s = oa - d - ob          # base(rb) = base(ra) + s
+            if ra is rb:
+                if s and (not ra.period or s % ra.period):
+                    self._set_period(ra, gcd(ra.period, abs(s)))
+                continue
+            if len(ra.facts) + len(ra.fields) < len(rb.facts) + len(rb.fields):
+                ra, rb, s = rb, ra, -s
+            rb.parent, rb.delta = ra, s
+            facts, fields, period = rb.facts, rb.fields, rb.period
+            rb.facts, rb.fields, rb.period = {}, {}, 0
+            for o, fs in facts.items():
+                ra.facts.setdefault(self._key(ra, o + s), set()).update(fs)
+            for o, f in fields.items():
+                self._put_field(ra, self._key(ra, o + s), f)
+            if period:
+                self._set_period(ra, gcd(ra.period, period))
+
+    def _put_field(self, root, key, f):
+        have = root.fields.get(key)
+        if have is None:
+            root.fields[key] = f
+        elif have is not f:
+            self._pending.append((have, f, 0))
+
+    def _set_period(self, root, period):
+        if period == root.period:
+            return
+        root.period = period
+        facts, fields = root.facts, root.fields
+        root.facts, root.fields = {}, {}
+        for o, fs in facts.items():
+            root.facts.setdefault(o % period, set()).update(fs)
+        for o, f in fields.items():
+            self._put_field(root, o % period, f)
+
+    @staticmethod
+    def _overlaps(period, o, n, lo, size):
+        if not period:
+            return o + n > lo and (size is None or o < lo + size)
+        if size is None or size >= period:
+            return True
+        start = (lo - o) % period    # where the range begins, seen from the fact
+        return start < n or start + size > period
+
+    # -- printing ------------------------------------------------------------------------
+    def _show(self, root, off, seen) -> str:
+        if root in seen:
+            return "#"
+        seen = seen | {root}
+        P = root.period
+        keys = sorted(set(root.facts) | set(root.fields),
+                      key=lambda o: (o - off) % P if P else o - off)
+        parts = []
+        for o in keys:
+            rel = (o - off) % P if P else o - off
+            where = f"{rel}+{P}k" if P else str(rel)
+            kinds = sorted({k for k, _ in root.facts.get(o, ())})
+            text = f"{where}: {'|'.join(kinds) or '?'}"
+            f = root.fields.get(o)
+            if f is not None:
+                fr, foff = self._find(f)
+                if fr.facts or fr.fields:
+                    text += " " + self._show(fr, foff, seen)
+            parts.append(text)
+        return "{" + ", ".join(parts) + "}"
