@@ -159,17 +159,6 @@ int main() {
 """
 
 
-def _libstdcxx_only():
-    """These programs need libstdc++ (Debian's clang): with libc++ (the ziglang clang)
-    they are clear compile errors, not wrong numbers -- its vector relocates elements
-    with a memcpy whose type its -O0 code does not show, it instantiates std::sort for
-    doubles in the shared library (no definition to differentiate), and its
-    stable_sort radix-sorts the doubles' bits."""
-    from enzyme_py.driver.clang import find_clang
-    if find_clang().origin == "ziglang":
-        pytest.skip("libc++ (the ziglang clang): " + " ".join(_libstdcxx_only.__doc__.split()))
-
-
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_unique_ptrs_in_a_vector_and_data_dependent_classes(tmp_path, opt):
     assert _derivatives(tmp_path, SHAPES, opt) == {"owned", "chosen"}
@@ -239,7 +228,6 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_algorithms_on_active_data(tmp_path, opt):
-    _libstdcxx_only()
     assert _derivatives(tmp_path, ALGORITHMS, opt) == {"algos"}
 
 

@@ -1,4 +1,5 @@
-"""``qsort`` on memory that carries derivatives.
+"""``qsort`` -- and libc++'s out-of-line ``std::sort`` of floating-point values -- on memory
+that carries derivatives.
 
 Sorting moves whole elements: almost everywhere its derivative is the permutation it
 applied (whatever the comparator reads, active values included).  So the derivative code
@@ -13,14 +14,23 @@ sorts in a way that records the permutation, and moves the shadow the same way:
   follows the primal; forward mode does this to each tangent lane);
 - ``__enzyme_py_unpermute(sh, n, size, perm)``: ``sh[perm[i]] = old sh[i]``: the reverse
   sweep moves the adjoints back, then frees ``perm`` (which the forward sweep taped).
+
+libc++ compiles ``std::sort`` of float, double and long double into the shared library
+(``std::__1::__sort<__less<T>&, T*>(first, last, comp)``, an extern template), so a C++
+program built against libc++ calls it where libstdc++'s would inline the algorithm.  It
+is the same operation: ``sort_operands`` turns its arguments into qsort's (``first``,
+``(last - first) / sizeof(T)``, ``sizeof(T)`` and a generated comparator by ``<``,
+``__enzyme_py_less_<T>``); the primal sort then runs on qsort, which gives the same
+array (equal elements are equal values).
 """
 
 from __future__ import annotations
 
+from ..analysis.effects import libcxx_sort_element
 from ..ir import types as T
 from ..ir.values import ConstantInt
 
-__all__ = ["aug_qsort", "rev_qsort", "fwd_qsort"]
+__all__ = ["aug_qsort", "rev_qsort", "fwd_qsort", "sort_operands"]
 
 _I64 = T.i64
 
@@ -123,13 +133,45 @@ def _i64(e, v):
     return v if v.type == _I64 else e.cast("zext", v, _I64)
 
 
+def _less(module, ty):
+    """``int __enzyme_py_less_<T>(const void *a, const void *b)``: qsort's comparator for
+    ``std::__less<T>``, ``(x > y) - (x < y)``."""
+    from .emit import Emitter
+    from .runtime import _new
+    fn, new = _new(module, "__enzyme_py_less_" + ty.kind, T.i32, [T.ptr, T.ptr])
+    if not new:
+        return fn
+    e = Emitter(module)
+    e.position_at_end(fn.append_basic_block("entry"))
+    x, y = (e.load(ty, a) for a in fn.args)
+    gt, lt = (e.cast("zext", e.fcmp(p, x, y), T.i32) for p in ("ogt", "olt"))
+    e.ret(e.binop("sub", gt, lt))
+    return fn
+
+
+def sort_operands(module, e, name, args, comparator=True):
+    """qsort's ``(base, n, size, cmp)`` (i64 counts) for a call of the ``sort`` kind:
+    qsort's own, or for libc++'s ``std::__sort(first, last, comp)`` of T: ``first``,
+    ``(last - first) / sizeof(T)``, ``sizeof(T)`` and ``__enzyme_py_less_<T>`` (None
+    unless ``comparator``)."""
+    elem = libcxx_sort_element(name)
+    if elem is None:
+        base, n, size, cmp = args[:4]
+        return base, _i64(e, n), _i64(e, size), cmp
+    ty = {"double": T.double, "float": T.float, "x86_fp80": T.x86_fp80}[elem]
+    size = ConstantInt(_I64, module.datalayout.size_in_bytes(ty))
+    first, last = args[0], args[1]
+    span = e.binop("sub", e.cast("ptrtoint", last, _I64), e.cast("ptrtoint", first, _I64))
+    n = e.binop("udiv", span, size, flags=("exact",))
+    return first, n, size, (_less(module, ty) if comparator else None)
+
+
 def aug_qsort(gen, inst, A):
     """Reverse mode, forward sweep: sort recording the permutation, permute the shadow,
     keep the permutation for the reverse sweep."""
     e, module = gen.e, gen.ctx.module
     e.position_before(A)
-    base, n, size, cmp = A.args
-    n, size = _i64(e, n), _i64(e, size)
+    base, n, size, cmp = sort_operands(module, e, inst.callee_name, A.args)
     perm = e.call(_sort_perm(module), [base, n, size, cmp])
     e.call(_permute(module, False), [gen._sh_aug(inst.args[0], inst), n, size, perm])
     A.erase()
@@ -142,9 +184,11 @@ def rev_qsort(gen, inst, b):
     """Reverse sweep: move the adjoints back to where the elements came from."""
     e, module = gen.e, gen.ctx.module
     perm = gen._cached(("perm", inst), gen.sorted[inst], T.ptr, inst.parent, b)
-    args = inst.args
-    n, size = _i64(e, gen.primal(args[1], b)), _i64(e, gen.primal(args[2], b))
-    e.call(_permute(module, True), [gen.shadow(args[0], b), n, size, perm])
+    # the operands that say how many elements: qsort's n and size, std::__sort's ends
+    used = (0, 1) if libcxx_sort_element(inst.callee_name) else (1, 2)
+    args = [gen.primal(a, b) if k in used else None for k, a in enumerate(inst.args[:4])]
+    _, n, size, _ = sort_operands(module, e, inst.callee_name, args, comparator=False)
+    e.call(_permute(module, True), [gen.shadow(inst.args[0], b), n, size, perm])
     e.call(e.declare("free", T.void, [T.ptr]), [perm])
 
 
@@ -152,8 +196,7 @@ def fwd_qsort(fgen, inst, A):
     """Forward mode: sort recording the permutation; each tangent lane follows."""
     e, module = fgen.e, fgen.ctx.module
     e.position_before(A)
-    base, n, size, cmp = A.args
-    n, size = _i64(e, n), _i64(e, size)
+    base, n, size, cmp = sort_operands(module, e, inst.callee_name, A.args)
     perm = e.call(_sort_perm(module), [base, n, size, cmp])
     for s in fgen.S(inst.args[0], inst):
         e.call(_permute(module, False), [s, n, size, perm])

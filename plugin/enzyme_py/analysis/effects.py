@@ -39,9 +39,12 @@ one is an error where it touches active data).  The kinds:
               the calls without a rule and ``MPI_Wait``, which completes a receive).
               ``MPI_Comm_rank``/``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick``
               ``inactive``.
-``sort``      ``qsort``: moves whole elements of an array (by a comparator); where the
-              array has a shadow the derivative code records the permutation and moves
-              the shadow the same way (ad/sort.py).
+``sort``      ``qsort``, and libc++'s ``std::sort`` of floating-point values (the library
+              instantiates ``std::__1::__sort<__less<T>&, T*>`` for float, double and
+              long double out of line: ``libcxx_sort_element``): moves whole elements
+              of an array (by a comparator); where the array has a shadow the
+              derivative code records the permutation and moves the shadow the same
+              way (ad/sort.py).
 ``mirror``    a library function that only walks or relinks a pointer structure (the
               red-black tree of libstdc++'s ``std::map``/``std::set``: increment,
               decrement, insert-and-rebalance, rebalance-for-erase): where its pointer
@@ -60,11 +63,12 @@ depends on a format string (``scanf``): an error where the memory has a shadow.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["CallEffect", "call_effect", "libm_base", "PURE_MATH", "TYPE_HINTS",
-           "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names", "MPI_SIGNATURES",
-           "mpi_base", "mpi_writes"]
+__all__ = ["CallEffect", "call_effect", "libcxx_sort_element", "libm_base", "PURE_MATH",
+           "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names",
+           "MPI_SIGNATURES", "mpi_base", "mpi_writes"]
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,19 @@ for _n in MIRRORED:
 
 _TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
 
+# void std::__1::__sort<std::__1::__less<T[, T]>&, T*>(T*, T*, __less<T[, T]>&): libc++
+# sorts its arithmetic types in the shared library (an extern template), so std::sort of
+# doubles calls it instead of code we could differentiate
+_LIBCXX_SORT = re.compile(r"_ZNSt3__16__sortIRNS_6__lessI([dfe])\1?EEP\1EEvT0_S\d+_T_")
+_SORT_ELEMENTS = {"d": "double", "f": "float", "e": "x86_fp80"}
+
+
+def libcxx_sort_element(name: str):
+    """The element type (LLVM's name) of libc++'s out-of-line ``std::__sort`` of
+    floating-point values, or None for any other function."""
+    m = _LIBCXX_SORT.fullmatch(name)
+    return _SORT_ELEMENTS[m.group(1)] if m else None
+
 TYPE_HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
               "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
 for _n in TYPE_HINTS:
@@ -387,6 +404,8 @@ def call_effect(name: str):
     got = _TABLE.get(name)
     if got is not None:
         return got
+    if name.startswith("_ZNSt3__16__sort") and libcxx_sort_element(name):
+        return _TABLE["qsort"]
     if name.startswith("__kmpc_"):
         return _OMP_EFFECT
     if name.startswith(("MPI_", "PMPI_")):
