@@ -3,7 +3,7 @@
 Generates random valid C functions ``double fK(const double *x)`` (x has 4 entries)
 mixing loops, nested and while loops, branches, calls to non-inlined helpers,
 recursion, malloc/free, in-place overwrites, memcpy through a helper, overlapping
-memmove, a dynamic array grown by realloc in a non-inlined push, double atomics,
+memmove, byte copies between buffers kept in generic containers (``void *data``), a dynamic array grown by realloc in a non-inlined push, double atomics,
 mixed int/double/float structs copied by assignment, unions, integer index arithmetic,
 float/double mixes and libm; compiles each with enzyme-cc (this checkout's plugin) at
 -O0 and -O2, and checks
@@ -48,7 +48,7 @@ from helpers import enzyme_cc  # noqa: E402
 N = 4
 FEATURES = ("loop", "nested", "while", "branch", "call", "recursion", "malloc", "overwrite",
             "memcpy", "memmove", "realloc", "atomic", "struct", "union", "float", "libm",
-            "wrapper", "fptr", "global", "records", "bufret", "dead")
+            "wrapper", "fptr", "global", "records", "bufret", "dead", "kept")
 
 HEADER = r"""#include <math.h>
 #include <stdio.h>
@@ -155,7 +155,7 @@ class Gen:
         kinds = ["assign", "acc"] * 3
         for f in ("loop", "nested", "while", "branch", "malloc", "overwrite", "memcpy",
                   "memmove", "realloc", "atomic", "struct", "union", "float", "wrapper",
-                  "fptr", "global", "records", "bufret", "dead"):
+                  "fptr", "global", "records", "bufret", "dead", "kept"):
             if f in self.enabled:
                 kinds.append(f)
         k = r.choice(kinds)
@@ -356,6 +356,37 @@ class Gen:
                         f"{pad}  quiet_sink += (int)({c}[0] * 0.0) + big; }}")
             return (f"{pad}{{ double err = relax(a, {N});\n"
                     f"{pad}  if (err > 1e6) printf(\"diverged %g\\n\", err); }}")
+        if k == "kept":
+            # a generic array (GLib's GArray shape): its noinline copy moves bytes between
+            # buffers reached only through `void *data`, of doubles or of int/double
+            # records -- type analysis must follow the pointer kept in the struct
+            self.features.add("kept")
+            self.helpers.append(
+                "typedef struct { size_t elem, len; void *data; } GArr;\n"
+                "typedef struct { int id; double v; } Item;\n"
+                "static __attribute__((noinline)) void garr_copy(GArr *d, size_t i, "
+                "const GArr *s, size_t j, size_t cnt) {\n"
+                "  memmove((char *)d->data + i * d->elem, (const char *)s->data + j * s->elem,"
+                " cnt * s->elem); }")
+            m = r.randint(1, N - 1)
+            if r.random() < 0.5:
+                return (f"{pad}{{ GArr g = {{sizeof(double), {N}, malloc({N} * sizeof(double))}}"
+                        f", h = {{sizeof(double), {N}, malloc({N} * sizeof(double))}};\n"
+                        f"{pad}  for (int q = 0; q < {N}; q++) ((double *)g.data)[q] = "
+                        f"{self.bounded(['q'])};\n"
+                        f"{pad}  garr_copy(&h, 0, &g, {m}, {N - m}); "
+                        f"garr_copy(&h, {N - m}, &g, 0, {m});\n"
+                        f"{pad}  for (int q = 0; q < {N}; q++) a[q] = 0.5 * a[q] + 0.5 * "
+                        f"((double *)h.data)[q];\n{pad}  free(g.data); free(h.data); }}")
+            return (f"{pad}{{ GArr g = {{sizeof(Item), {N}, malloc({N} * sizeof(Item))}}, "
+                    f"h = {{sizeof(Item), {N}, malloc({N} * sizeof(Item))}};\n"
+                    f"{pad}  for (int q = 0; q < {N}; q++) {{ ((Item *)g.data)[q].id = q; "
+                    f"((Item *)g.data)[q].v = {self.bounded(['q'])}; }}\n"
+                    f"{pad}  garr_copy(&h, {m}, &g, 0, {N - m}); garr_copy(&h, 0, &g, "
+                    f"{N - m}, {m});\n"
+                    f"{pad}  for (int q = 0; q < {N}; q++) a[q] += 0.3 * ((Item *)h.data)[q].v"
+                    f" * (((Item *)h.data)[q].id + 1);\n"
+                    f"{pad}  free(g.data); free(h.data); }}")
         raise AssertionError(k)
 
     def function(self):

@@ -70,6 +70,29 @@ int main() {
 """
 
 
+def _main(fn: str, x: list) -> str:
+    """A ``main`` that checks ``double fn(const double *x, int n)`` at ``x``: one line
+    ``fn k reverse forward central-difference`` per coordinate (see ``_derivatives``)."""
+    n = len(x)
+    return f"""int main() {{
+  const int n = {n};
+  double x[n] = {{{", ".join(map(str, x))}}};
+  for (int k = 0; k < n; k++) {{
+    double dx[n] = {{0}}, t[n] = {{0}};
+    __enzyme_autodiff((void *){fn}, enzyme_dup, x, dx, enzyme_const, n);
+    t[k] = 1;
+    double fw = __enzyme_fwddiff((void *){fn}, enzyme_dup, x, t, enzyme_const, n);
+    double s = x[k], h = 1e-6;
+    x[k] = s + h; double fp = {fn}(x, n);
+    x[k] = s - h; double fm = {fn}(x, n);
+    x[k] = s;
+    printf("{fn} %d %.17g %.17g %.17g\\n", k, dx[k], fw, (fp - fm) / (2 * h));
+  }}
+  return 0;
+}}
+"""
+
+
 def _derivatives(tmp_path, source, opt, extra=()) -> set:
     """Build ``source`` (C++) with enzyme-c++, run it and check each line it prints,
     ``name k reverse forward central-difference``: reverse against the difference,
@@ -207,23 +230,7 @@ double algos(const double *p, int n) {
   s += mul(m, m)(1, 2) * 0.01;
   return s;
 }
-int main() {
-  const int n = 5;
-  double p[n] = {0.9, -0.3, 1.7, 0.2, 1.1};
-  for (int k = 0; k < n; k++) {
-    double dp[n] = {0}, t[n] = {0};
-    __enzyme_autodiff((void *)algos, enzyme_dup, p, dp, enzyme_const, n);
-    t[k] = 1;
-    double fw = __enzyme_fwddiff((void *)algos, enzyme_dup, p, t, enzyme_const, n);
-    double s = p[k], h = 1e-6;
-    p[k] = s + h; double fp = algos(p, n);
-    p[k] = s - h; double fm = algos(p, n);
-    p[k] = s;
-    printf("algos %d %.17g %.17g %.17g\n", k, dp[k], fw, (fp - fm) / (2 * h));
-  }
-  return 0;
-}
-"""
+""" + _main("algos", [0.9, -0.3, 1.7, 0.2, 1.1])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
@@ -255,23 +262,7 @@ double gram(const double *x, int n) {
     for (double v : r) s += v * v;
   return s;
 }
-int main() {
-  const int n = 3;
-  double x[n] = {0.4, -1.1, 0.8};
-  for (int k = 0; k < n; k++) {
-    double dx[n] = {0}, t[n] = {0};
-    __enzyme_autodiff((void *)gram, enzyme_dup, x, dx, enzyme_const, n);
-    t[k] = 1;
-    double fw = __enzyme_fwddiff((void *)gram, enzyme_dup, x, t, enzyme_const, n);
-    double s = x[k], h = 1e-6;
-    x[k] = s + h; double fp = gram(x, n);
-    x[k] = s - h; double fm = gram(x, n);
-    x[k] = s;
-    printf("gram %d %.17g %.17g %.17g\n", k, dx[k], fw, (fp - fm) / (2 * h));
-  }
-  return 0;
-}
-"""
+""" + _main("gram", [0.4, -1.1, 0.8])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
