@@ -3,7 +3,9 @@ tree functions are called again on the shadow tree, so it stays linked like the
 primal; insertion with operator[], lookup with find/at, iteration) and
 std::unordered_map (at -O2), keys read from an enzyme_const array; std::unique_ptr-owned
 objects in a std::vector and objects whose class depends on the data, with virtual calls
-and virtual deletion.  Reverse and forward mode against central differences."""
+and virtual deletion; <algorithm> on active data (std::sort: libc++'s is out of line),
+nested vectors, std::list (libstdc++ relinks its nodes out of line).  Reverse and forward
+mode against central differences."""
 
 from __future__ import annotations
 
@@ -268,3 +270,37 @@ double gram(const double *x, int n) {
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_nested_vectors(tmp_path, opt):
     assert _derivatives(tmp_path, NESTED, opt) == {"gram"}
+
+
+# std::list: libstdc++ links and unlinks its nodes in the shared library (hook, unhook,
+# swap, transfer -- list::sort and splice --, reverse), pointer-only functions called
+# again on the shadow list so it stays linked like the primal; the values move with
+# their nodes.  Before: "cannot differentiate call to external function
+# '_ZNSt8__detail15_List_node_base7_M_hookEPS0_'".
+LIST = r"""
+#include <cmath>
+#include <cstdio>
+#include <list>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+double ranks(const double *x, int n) {
+  std::list<double> l;
+  for (int i = 0; i < n; i++) { l.push_back(x[i] * x[i] - x[i]); l.push_front(std::sin(x[i])); }
+  l.sort();
+  l.reverse();
+  std::list<double> m;
+  m.splice(m.begin(), l, l.begin());
+  l.pop_back();
+  l.remove_if([](double v) { return v > 10.0; });
+  double s = 0;
+  int i = 0;
+  for (double v : l) s += v * (++i);
+  for (double v : m) s += 3 * v;
+  return s;
+}
+""" + _main("ranks", [0.3, -1.2, 0.8, 2.0])
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_list_sort_splice_reverse(tmp_path, opt):
+    assert _derivatives(tmp_path, LIST, opt) == {"ranks"}

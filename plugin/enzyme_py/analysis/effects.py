@@ -47,7 +47,8 @@ one is an error where it touches active data).  The kinds:
               way (ad/sort.py).
 ``mirror``    a library function that only walks or relinks a pointer structure (the
               red-black tree of libstdc++'s ``std::map``/``std::set``: increment,
-              decrement, insert-and-rebalance, rebalance-for-erase): where its pointer
+              decrement, insert-and-rebalance, rebalance-for-erase; its ``std::list``:
+              hook, unhook, swap, transfer, reverse): where its pointer
               arguments have shadows it is called again on the shadows, so the shadow
               structure stays linked like the primal one, and a pointer result's shadow
               is the result of that call; no derivative flows through it.
@@ -244,7 +245,8 @@ _TABLE.update(_inactive("OpenMP query or setting: no derivative, no program memo
                         "omp_init_lock", "omp_destroy_lock", "omp_init_nest_lock",
                         "omp_destroy_nest_lock"))
 
-# libstdc++'s out-of-line red-black tree functions (std::map, std::set, std::multimap)
+# libstdc++'s out-of-line red-black tree functions (std::map, std::set, std::multimap) and
+# doubly-linked list functions (std::list)
 MIRRORED = frozenset({
     "_ZSt18_Rb_tree_incrementPSt18_Rb_tree_node_base",
     "_ZSt18_Rb_tree_incrementPKSt18_Rb_tree_node_base",
@@ -252,10 +254,17 @@ MIRRORED = frozenset({
     "_ZSt18_Rb_tree_decrementPKSt18_Rb_tree_node_base",
     "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
     "_ZSt28_Rb_tree_rebalance_for_erasePSt18_Rb_tree_node_baseRS_",
+    # std::list: link a node before another, unlink it, swap two lists, splice a range
+    # (list::sort and splice), reverse
+    "_ZNSt8__detail15_List_node_base7_M_hookEPS0_",
+    "_ZNSt8__detail15_List_node_base9_M_unhookEv",
+    "_ZNSt8__detail15_List_node_base4swapERS0_S1_",
+    "_ZNSt8__detail15_List_node_base11_M_transferEPS0_S1_",
+    "_ZNSt8__detail15_List_node_base10_M_reverseEv",
 })
 for _n in MIRRORED:
     _TABLE[_n] = CallEffect("mirror", "walks or relinks the nodes of a red-black tree "
-                                      "(pointers only)")
+                                      "or a list (pointers only)")
 
 _TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
 
