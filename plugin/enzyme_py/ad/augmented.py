@@ -465,14 +465,9 @@ class AugmentedForward:
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
         sweeps)."""
         from ..analysis.types import memory_kinds
-        ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
-        kinds = memory_kinds(ptrs)
-        if not kinds:
-            # no typed access to these objects: look through the pointers kept in memory
-            from ..analysis.types import pointee_kinds
-            n = inst.args[2]
-            n = n.value if isinstance(n, ConstantInt) else None
-            kinds = pointee_kinds(inst.module, ptrs, n)
+        n = inst.args[2]
+        kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []),
+                             size=n.value if isinstance(n, ConstantInt) else None)
         # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
         # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
         # floats dropped (the reverse of a store of constants drops them as well, so doing

@@ -18,8 +18,8 @@ collects every typed access reachable from the same underlying objects:
 - the program's hints ``__enzyme_double(p, bytes)``, ``__enzyme_float``,
   ``__enzyme_integer``, ``__enzyme_pointer`` (see include/enzyme.h).
 
-Where these find nothing, ``pointee_kinds`` asks the byte-offset analysis of
-``typetree``, which also follows pointers kept in memory.
+Where these find nothing, ``memory_kinds`` asks the byte-offset analysis of
+``typetree`` (``pointee_kinds``), which also follows pointers kept in memory.
 
 The AD pass asks only where it must know (the adjoint of a memcpy/memmove moves values
 of one type); where the set stays empty for memory that carries derivatives it reports a
@@ -137,8 +137,19 @@ def _call_sites(fn):
             yield c
 
 
-def memory_kinds(ptrs, limit=4096, exclude=None) -> set:
-    """``exclude``: an access not to count (the one being asked about)."""
+def memory_kinds(ptrs, limit=4096, exclude=None, size=None) -> set:
+    """``exclude``: an access not to count (the one being asked about).  Where the
+    objects show no typed access, the byte-offset analysis answers for the ``size``
+    bytes at each pointer (None: to the end of the object; not with ``exclude``)."""
+    kinds = _object_kinds(ptrs, limit, exclude)
+    if not kinds and exclude is None:
+        module = next((m for m in map(_module_of, ptrs) if m is not None), None)
+        if module is not None:
+            kinds = pointee_kinds(module, ptrs, size)
+    return kinds
+
+
+def _object_kinds(ptrs, limit, exclude) -> set:
     kinds: set = set()
     roots = []
     for p in ptrs:
@@ -232,9 +243,6 @@ def holds_only_integers(p) -> bool:
     whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
     int &``).  No derivative can be read or accumulated through such a pointer."""
     kinds = memory_kinds([p])
-    module = _module_of(p)
-    if not kinds and module is not None:
-        kinds = pointee_kinds(module, [p])
     if kinds == {"int"}:
         return True
     if not kinds or kinds & {"double", "float", "float-other"}:
