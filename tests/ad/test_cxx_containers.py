@@ -304,3 +304,33 @@ double ranks(const double *x, int n) {
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_list_sort_splice_reverse(tmp_path, opt):
     assert _derivatives(tmp_path, LIST, opt) == {"ranks"}
+
+
+# std::deque at -O0: growing the deque copies its map of chunk pointers with a memmove
+# (`std::copy` of `double *`s).  The objects' type sets mix the map with the chunks of
+# doubles; the byte-offset analysis, which follows the map's pointers to the chunks and
+# analyses small helpers (`__niter_base`, `std::copy`'s layers) once per call site, says
+# the map's bytes are pointers.  Before: "memcpy/memset over memory that mixes
+# floating-point values and pointers is not supported yet".
+DEQUE = r"""
+#include <cmath>
+#include <cstdio>
+#include <deque>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+double window(const double *x, int n) {
+  std::deque<double> d;
+  for (int k = 0; k < 150; k++)
+    for (int i = 0; i < n; i++) { d.push_back(x[i] * x[i] * k); d.push_front(std::sin(x[i])); }
+  d.pop_front();
+  d.pop_back();
+  double s = 0;
+  for (size_t i = 0; i < d.size(); i++) s += d[i] * (i % 7);
+  return s * 1e-3 + d.front() * d.back();
+}
+""" + _main("window", [0.3, -1.2, 0.8, 2.0])
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_deque_growth(tmp_path, opt):
+    assert _derivatives(tmp_path, DEQUE, opt) == {"window"}

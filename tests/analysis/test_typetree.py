@@ -183,3 +183,32 @@ def test_unanalysed_values_are_unknown():
 def test_ranges_of_a_non_periodic_object(size, want):
     m, t = _types(CALLS)
     assert t.kinds(m.get_global("holder"), 0, size) == want
+
+
+HELPERS = r"""
+; std::forward / std::__to_address: a helper that returns its argument, called on an
+; array of doubles and on an array of ints.  Analysed once per call site, it does not
+; merge the two arrays (a global unification would type both `double|int`).
+define ptr @fwd(ptr %p) {
+  ret ptr %p
+}
+
+define void @main(ptr %d, ptr %i, i64 %k) {
+  %a = call ptr @fwd(ptr %d)
+  %b = call ptr @fwd(ptr %i)
+  %ae = getelementptr double, ptr %a, i64 %k
+  store double 1.0, ptr %ae
+  %be = getelementptr i32, ptr %b, i64 %k
+  store i32 1, ptr %be
+  ret void
+}
+"""
+
+
+def test_small_helpers_are_analysed_per_call_site():
+    m, t = _types(HELPERS)
+    assert t.kinds(_value(m, "main", "d")) == {"double"}
+    assert t.kinds(_value(m, "main", "i")) == {"int"}
+    # a question about the helper's own value joins its call sites
+    assert t.kinds(_value(m, "fwd", "p")) == {"double", "int"}
+    assert t.tree(_value(m, "fwd", "p")) == "{0+8k: double} | {0+4k: int}"

@@ -274,9 +274,9 @@ class AugmentedForward:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32 and not self._int_by_layout(v):
-                from ..analysis.types import memory_kinds
-                kinds = memory_kinds([v.operand(0), p])
+                from ..analysis.types import byte_kinds
                 w = v.type.width
+                kinds = byte_kinds([v.operand(0), p], size=w // 8)
                 if kinds and "float-other" not in kinds and not (
                         w == 32 and "float" in kinds or w == 64 and "double" in kinds
                         or w not in (32, 64) and kinds & {"double", "float"}):
@@ -464,10 +464,10 @@ class AugmentedForward:
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
         sweeps)."""
-        from ..analysis.types import memory_kinds
+        from ..analysis.types import byte_kinds
         n = inst.args[2]
-        kinds = memory_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []),
-                             size=n.value if isinstance(n, ConstantInt) else None)
+        kinds = byte_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []),
+                           size=n.value if isinstance(n, ConstantInt) else None)
         # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
         # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
         # floats dropped (the reverse of a store of constants drops them as well, so doing

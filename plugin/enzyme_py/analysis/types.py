@@ -35,7 +35,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
                                Ret, Select, Store)
 from ..ir.values import Argument, ConstantNull, Poison, Undef
 
-__all__ = ["memory_kinds", "pointee_kinds", "layout_kinds", "float_fields",
+__all__ = ["memory_kinds", "byte_kinds", "pointee_kinds", "layout_kinds", "float_fields",
            "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
@@ -149,6 +149,24 @@ def memory_kinds(ptrs, limit=4096, exclude=None, size=None) -> set:
     return kinds
 
 
+def byte_kinds(ptrs, size=None) -> set:
+    """What the ``size`` bytes at each pointer hold (None: to the end of the object), for
+    a decision about exactly those bytes (the adjoint of a copy, an integer copy, a
+    pointer's own shadow): ``memory_kinds`` of the objects; where those mix several
+    kinds besides integers (a C++ object at -O0, whose ``this`` is everyone's), the
+    byte-offset analysis's answer for just these bytes, when it is not mixed."""
+    kinds = memory_kinds(ptrs, size=size)
+    if _unmixed(kinds):
+        return kinds
+    module = next((m for m in map(_module_of, ptrs) if m is not None), None)
+    refined = pointee_kinds(module, ptrs, size) if module is not None else set()
+    return refined if _unmixed(refined) else kinds
+
+
+def _unmixed(kinds) -> bool:
+    return bool(kinds) and len(kinds - {"int"}) <= 1
+
+
 def _object_kinds(ptrs, limit, exclude) -> set:
     kinds: set = set()
     roots = []
@@ -242,7 +260,7 @@ def holds_only_integers(p) -> bool:
     sees only integer accesses, or sees no floating-point access and ``p`` is a parameter
     whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
     int &``).  No derivative can be read or accumulated through such a pointer."""
-    kinds = memory_kinds([p])
+    kinds = byte_kinds([p])
     if kinds == {"int"}:
         return True
     if not kinds or kinds & {"double", "float", "float-other"}:

@@ -60,6 +60,16 @@ _COPIES = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
 _HINTS = {"__enzyme_double": ("double", 8), "__enzyme_float": ("float", 4),
           "__enzyme_integer": ("int", 1), "__enzyme_pointer": ("ptr", 8)}
 _MOST_FUNCTIONS = 4000
+_SMALL = 40           # instructions: a helper this small is analysed once per call site
+_DEPTH = 6            # ... up to this many such helpers deep
+_BUDGET = 200_000     # instructions visited that way, in all
+
+
+def _function_of(v):
+    if isinstance(v, Argument):
+        return v.parent
+    block = getattr(v, "parent", None) if not v.is_constant else None
+    return getattr(block, "parent", None)
 
 
 def _index(v, depth=8):
@@ -114,10 +124,9 @@ class MemoryTypes:
         return got
 
     def _unseen(self, v) -> bool:
-        if v in self._node:
+        if self._nodes(v):
             return False
-        f = v.parent if isinstance(v, Argument) else getattr(v, "parent", None)
-        f = getattr(f, "parent", None) if f is not None and not isinstance(v, Argument) else f
+        f = _function_of(v)
         return isinstance(f, Function) and f not in self._analysed
 
     def __init__(self, module, functions=None):
@@ -125,6 +134,16 @@ class MemoryTypes:
         self._node: dict = {}
         self._pending: list = []
         self._returns: dict = {}
+        # context-sensitivity for small helpers (``std::forward``, ``std::get``, an
+        # accessor): their body is analysed once per call site, as if inlined, with the
+        # parameters bound to the arguments' classes -- so the objects of two callers
+        # are not merged through them.  ``_inl``: the helpers being analysed that way
+        # (function, its values' nodes, the call's node); ``_contexts``: every such
+        # binding of a function's values, which queries about them join
+        self._inl: list = []
+        self._contexts: dict = {}
+        self._budget = _BUDGET
+        self._sizes: dict = {}
         if functions is None:
             functions = [f for f in module.functions
                          if f.is_materialized and not f.is_declaration]
@@ -140,26 +159,37 @@ class MemoryTypes:
     # -- queries ------------------------------------------------------------------------
     def kinds(self, p, offset=0, size=None) -> set:
         """The kinds of the ``size`` bytes at ``p + offset`` (None: to the end of the
-        object); an empty set where nothing is known (or ``p`` was not analysed)."""
-        if p not in self._node:
-            return set()
-        root, off = self._find(self._node[p])
-        lo = off + offset
+        object); an empty set where nothing is known (or ``p`` was not analysed).  For a
+        value of a helper analysed per call site: the kinds in any of its contexts."""
         out = set()
-        for o, fs in root.facts.items():
-            for kind, n in fs:
-                if self._overlaps(root.period, o, n, lo, size):
-                    out.add(kind)
+        for n in self._nodes(p):
+            root, off = self._find(n)
+            lo = off + offset
+            for o, fs in root.facts.items():
+                for kind, nb in fs:
+                    if self._overlaps(root.period, o, nb, lo, size):
+                        out.add(kind)
         return out
 
     def tree(self, p) -> str:
         """What ``p`` points at as a printable byte-offset type tree (offsets from ``p``;
         ``a+Pk`` is offset a in every period of P bytes; ``{...}`` after ``ptr`` is the
-        pointee, ``#`` a class already printed above)."""
-        if p not in self._node:
-            return "{}"
-        root, off = self._find(self._node[p])
-        return self._show(root, off, set())
+        pointee, ``#`` a class already printed above); a helper's value analysed per
+        call site shows each distinct tree, joined by `` | ``."""
+        shown = []
+        for n in self._nodes(p):
+            root, off = self._find(n)
+            t = self._show(root, off, set())
+            if t not in shown and t != "{}":
+                shown.append(t)
+        return " | ".join(shown) or "{}"
+
+    def _nodes(self, p) -> list:
+        out = [self._node[p]] if p in self._node else []
+        for ctx in self._contexts.get(_function_of(p), ()):
+            if p in ctx:
+                out.append(ctx[p])
+        return out
 
     # -- building -------------------------------------------------------------------------
     def _closure(self, functions):
@@ -179,9 +209,12 @@ class MemoryTypes:
         return out
 
     def node(self, v) -> _Node:
-        n = self._node.get(v)
+        table = self._node
+        if self._inl and _function_of(v) is self._inl[-1][0]:
+            table = self._inl[-1][1]
+        n = table.get(v)
         if n is None:
-            n = self._node[v] = _Node()
+            n = table[v] = _Node()
             if isinstance(v, ConstantExpr):
                 self._const_expr(v, n)
         return n
@@ -251,7 +284,12 @@ class MemoryTypes:
         elif isinstance(inst, Ret) and inst.value is not None and inst.parent is not None:
             f = inst.parent.parent
             if self._tracked(inst.value):
-                self._pending.append((self._return_node(f), self.node(inst.value), 0))
+                if self._inl and self._inl[-1][0] is f:
+                    call = self._inl[-1][2]         # analysed at a call site: its result
+                    if call is not None:
+                        self._pending.append((call, self.node(inst.value), 0))
+                else:
+                    self._pending.append((self._return_node(f), self.node(inst.value), 0))
 
     def _return_node(self, f) -> _Node:
         n = self._returns.get(f)
@@ -278,10 +316,33 @@ class MemoryTypes:
         callee = c.called_function
         if callee is None or callee.is_declaration:
             return
+        if self._per_call_site(callee):
+            ctx = {p: self.node(a) for a, p in zip(args, callee.args)
+                   if self._tracked(a) and self._tracked(p)}
+            self._inl.append((callee, ctx, self.node(c) if self._tracked(c) else None))
+            self._contexts.setdefault(callee, []).append(ctx)
+            try:
+                for inst in callee.instructions():
+                    self._visit(inst)
+            finally:
+                self._inl.pop()
+            return
         for a, p in zip(args, callee.args):
             self._unify(p, a)
         if self._tracked(c):
             self._pending.append((self.node(c), self._return_node(callee), 0))
+
+    def _per_call_site(self, f) -> bool:
+        """Whether to analyse a call's callee in the call's context (see ``_inl``):
+        small, not recursive, not too deep, within the budget."""
+        n = self._sizes.get(f)
+        if n is None:
+            n = self._sizes[f] = sum(len(b) for b in f.blocks)
+        if n > _SMALL or len(self._inl) >= _DEPTH or n > self._budget \
+                or any(f is g for g, _, _ in self._inl):
+            return False
+        self._budget -= n
+        return True
 
     def _gep(self, g, base, source_type, indices):
         """``g = base + c + i*s...``: one class, periodic with each variable stride."""
