@@ -334,3 +334,33 @@ double window(const double *x, int n) {
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_deque_growth(tmp_path, opt):
     assert _derivatives(tmp_path, DEQUE, opt) == {"window"}
+
+
+# std::valarray: expression templates (`v * v + std::sin(v)`), apply() with a
+# function pointer the closure's constructor keeps beside a reference to the data (at -O0
+# a non-inlined constructor: the pointer's "shadow" is itself, since it points at code),
+# sum(), max(), inner_product with a std::array.  Before, -O0: "a pointer without a
+# shadow ... is mixed with pointers that have shadows" in _FunBase's constructor.
+VALARRAY = r"""
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <valarray>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+static double cube(double t) { return t * t * t; }
+double expr(const double *x, int n) {
+  std::valarray<double> v(x, n);
+  std::valarray<double> w = v * v + std::sin(v);
+  std::array<double, 4> a{};
+  for (int i = 0; i < 4; i++) a[i] = w[i % n] * (i + 1);
+  return w.sum() + std::inner_product(a.begin(), a.end(), std::begin(w), 0.0)
+         + v.apply(cube).max();
+}
+""" + _main("expr", [0.3, -1.2, 0.8, 2.0])
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_valarray_expressions_and_apply(tmp_path, opt):
+    assert _derivatives(tmp_path, VALARRAY, opt) == {"expr"}

@@ -212,3 +212,36 @@ def test_small_helpers_are_analysed_per_call_site():
     # a question about the helper's own value joins its call sites
     assert t.kinds(_value(m, "fwd", "p")) == {"double", "int"}
     assert t.tree(_value(m, "fwd", "p")) == "{0+8k: double} | {0+4k: int}"
+
+
+CODE = r"""
+%Op = type { ptr, ptr }
+
+; a constructor keeping a function pointer beside a data pointer (valarray::apply's
+; _FunBase at -O0): what the function-pointer field points at is code
+define void @op_init(ptr %op, ptr %data, ptr %fn) {
+  store ptr %data, ptr %op
+  %f = getelementptr %Op, ptr %op, i64 0, i32 1
+  store ptr %fn, ptr %f
+  ret void
+}
+
+define double @run(ptr %x) {
+  %op = alloca %Op
+  call void @op_init(ptr %op, ptr %x, ptr @sq)
+  %v = load double, ptr %x
+  ret double %v
+}
+
+define double @sq(double %t) {
+  %r = fmul double %t, %t
+  ret double %r
+}
+"""
+
+
+def test_function_pointers_point_at_code():
+    m, t = _types(CODE)
+    assert t.is_code(_value(m, "op_init", "fn"))
+    assert not t.is_code(_value(m, "op_init", "data"))
+    assert t.kinds(_value(m, "op_init", "data")) == {"double"}

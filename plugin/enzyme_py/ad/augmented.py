@@ -163,11 +163,11 @@ class AugmentedForward:
         if v not in self.act.shadowed and made_of_own_shadows(v, self._own_shadow):
             return self.vmap.get(v, v)   # vtables, functions, null + n
         if v.type.is_pointer and v not in self.act.shadowed:
-            from ..analysis.types import holds_only_integers
-            if holds_only_integers(v):
+            from ..analysis.types import carries_no_derivative
+            if carries_no_derivative(v):
                 # points at integers only (a C++ key passed by reference, kept in a
-                # std::tuple by std::map::operator[]): no adjoint is ever accumulated
-                # through it, so the primal pointer serves as its shadow
+                # std::tuple by std::map::operator[]) or at code: no adjoint is ever
+                # accumulated through it, so the primal pointer serves as its shadow
                 return self.vmap.get(v, v)
             # Never the primal pointer: adjoints accumulated through that "shadow"
             # would land in the program's own memory.

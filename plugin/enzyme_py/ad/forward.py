@@ -167,10 +167,11 @@ class ForwardGen:
                 # before any pointer field is set: the primal integers and poison
                 # pointers are its shadow; the pointer fields get shadows as inserted
                 return [self.P_(v)] * self.W
-            from ..analysis.types import holds_only_integers
-            if holds_only_integers(v):
-                # points at integers only (a C++ key passed by reference): no tangent is
-                # read or written through it, so the primal pointer serves as its shadow
+            from ..analysis.types import carries_no_derivative
+            if carries_no_derivative(v):
+                # points at integers only (a C++ key passed by reference) or at code: no
+                # tangent is read or written through it, so the primal pointer serves as
+                # its shadow
                 return [self.P_(v)] * self.W
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.

@@ -36,7 +36,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantNull, Poison, Undef
 
 __all__ = ["memory_kinds", "byte_kinds", "pointee_kinds", "layout_kinds", "float_fields",
-           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "holds_only_integers"]
+           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "carries_no_derivative"]
 
 HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
          "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
@@ -255,14 +255,22 @@ def _access(inst, ty, kinds):
     scalar_kinds(ty, kinds)
 
 
-def holds_only_integers(p) -> bool:
-    """Whether the memory behind the pointer ``p`` can hold only integers: type analysis
-    sees only integer accesses, or sees no floating-point access and ``p`` is a parameter
-    whose pointee is smaller than a pointer (``dereferenceable(4)``: a C++ ``const
-    int &``).  No derivative can be read or accumulated through such a pointer."""
+def carries_no_derivative(p) -> bool:
+    """Whether no derivative can be read or accumulated through the pointer ``p``, so
+    that the primal pointer may serve as its shadow: the memory behind it holds only
+    integers (type analysis sees only integer accesses, or sees no floating-point access
+    and ``p`` is a parameter whose pointee is smaller than a pointer --
+    ``dereferenceable(4)``: a C++ ``const int &``), or it is code (a function pointer
+    passed through a constructor, ``std::valarray::apply``'s)."""
     kinds = byte_kinds([p])
     if kinds == {"int"}:
         return True
+    if not kinds:
+        module = _module_of(p)
+        if module is not None:
+            from .typetree import MemoryTypes
+            if MemoryTypes.of(module, [p]).is_code(p):
+                return True
     if not kinds or kinds & {"double", "float", "float-other"}:
         return False
     if isinstance(p, Argument):

@@ -8,8 +8,8 @@ and -O2) saw no typed access at all.  This module does, with byte offsets.
 
 The model is Steensgaard's unification-based points-to analysis made field-sensitive
 with byte offsets and strides, used for types (the role of Enzyme's TypeAnalysis type
-trees; unlike Enzyme's it is flow- and context-insensitive: a helper called on doubles
-and on ints sees both):
+trees; unlike Enzyme's it is flow-insensitive, and context-sensitive only for small
+helpers -- see below):
 
 - Every pointer value belongs to one *class* of memory at a byte offset from the class's
   base: ``q = gep p, 16`` puts ``q`` at ``p``'s offset + 16; casts, phis, selects, a
@@ -27,6 +27,14 @@ and on ints sees both):
   of vectors is one class, typed by the stores ``v[i][j] = x`` make through it.  Pointers
   copied as pointer-sized integers (InstCombine's ``load i64``/``store i64`` of a
   pointer, ``ptrtoint``/``inttoptr``) are followed the same way.
+
+- A small helper (at most ``_SMALL`` instructions: ``std::forward``, ``std::get``,
+  ``__niter_base``, an accessor, a constructor) is analysed once per call site, as if
+  inlined, its parameters bound to the arguments' classes, so the objects of two
+  callers are not merged through it; a question about one of its values joins the
+  answers of its call sites.
+- A class that a function's address flows into is *code*: a function pointer kept in
+  an object (``is_code``).
 
 It is an over-approximation: two objects that are ever unified share their facts, so a
 query can only return more kinds than the memory holds, never fewer -- except for memory
@@ -101,10 +109,11 @@ class _Node:
     with its period (0: none), facts {offset: {(kind, bytes)}} and fields {offset:
     node of the pointee}, offsets taken modulo the period."""
 
-    __slots__ = ("parent", "delta", "period", "facts", "fields")
+    __slots__ = ("parent", "delta", "period", "facts", "fields", "code")
 
-    def __init__(self):
+    def __init__(self, code=False):
         self.parent, self.delta, self.period = None, 0, 0
+        self.code = code          # the class holds a function's code
         self.facts: dict[int, set] = {}
         self.fields: dict[int, _Node] = {}
 
@@ -151,10 +160,27 @@ class MemoryTypes:
         self._analysed = set(self.functions)
         for g in module.global_variables:
             self._global(g)
-        for f in self.functions:
+        # A small helper whose every use is a direct call from an analysed function is
+        # analysed at its call sites only; its body is visited on its own (parameters
+        # bound to nothing but the call sites not analysed per call site) only if such
+        # a call site turns up -- else its own visit would stand for callers that do
+        # not exist, and make every question about it "unknown".
+        self._visited: set = set()
+        self._needed = [f for f in self.functions if not self._callee_only(f)]
+        while self._needed:
+            f = self._needed.pop()
+            if f in self._visited:
+                continue
+            self._visited.add(f)
             for inst in f.instructions():
                 self._visit(inst)
         self._drain()
+
+    def _callee_only(self, f) -> bool:
+        uses = f.uses
+        return bool(uses) and self._size(f) <= _SMALL and all(
+            isinstance(u.user, Call) and u.user.called_function is f
+            and _function_of(u.user) in self._analysed for u in uses)
 
     # -- queries ------------------------------------------------------------------------
     def kinds(self, p, offset=0, size=None) -> set:
@@ -183,6 +209,12 @@ class MemoryTypes:
             if t not in shown and t != "{}":
                 shown.append(t)
         return " | ".join(shown) or "{}"
+
+    def is_code(self, p) -> bool:
+        """Whether ``p`` points at functions' code only (a function pointer kept in an
+        object, passed through a constructor): no derivative lives behind it."""
+        roots = [self._find(n)[0] for n in self._nodes(p)]
+        return bool(roots) and all(r.code and not r.facts for r in roots)
 
     def _nodes(self, p) -> list:
         out = [self._node[p]] if p in self._node else []
@@ -214,7 +246,7 @@ class MemoryTypes:
             table = self._inl[-1][1]
         n = table.get(v)
         if n is None:
-            n = table[v] = _Node()
+            n = table[v] = _Node(code=isinstance(v, Function))
             if isinstance(v, ConstantExpr):
                 self._const_expr(v, n)
         return n
@@ -327,17 +359,23 @@ class MemoryTypes:
             finally:
                 self._inl.pop()
             return
+        if callee not in self._visited and callee in self._analysed:
+            self._needed.append(callee)     # its parameters stand for this call site
         for a, p in zip(args, callee.args):
             self._unify(p, a)
         if self._tracked(c):
             self._pending.append((self.node(c), self._return_node(callee), 0))
 
-    def _per_call_site(self, f) -> bool:
-        """Whether to analyse a call's callee in the call's context (see ``_inl``):
-        small, not recursive, not too deep, within the budget."""
+    def _size(self, f) -> int:
         n = self._sizes.get(f)
         if n is None:
             n = self._sizes[f] = sum(len(b) for b in f.blocks)
+        return n
+
+    def _per_call_site(self, f) -> bool:
+        """Whether to analyse a call's callee in the call's context (see ``_inl``):
+        small, not recursive, not too deep, within the budget."""
+        n = self._size(f)
         if n > _SMALL or len(self._inl) >= _DEPTH or n > self._budget \
                 or any(f is g for g, _, _ in self._inl):
             return False
@@ -473,6 +511,7 @@ class MemoryTypes:
             if len(ra.facts) + len(ra.fields) < len(rb.facts) + len(rb.fields):
                 ra, rb, s = rb, ra, -s
             rb.parent, rb.delta = ra, s
+            ra.code = ra.code or rb.code
             facts, fields, period = rb.facts, rb.fields, rb.period
             rb.facts, rb.fields, rb.period = {}, {}, 0
             for o, fs in facts.items():
