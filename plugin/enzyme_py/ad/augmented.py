@@ -26,6 +26,14 @@ from .runtime import runtime_function
 from .reverse_common import (_dead_pointer_web, _mem_intrinsic, _mutable_data_global)
 
 
+def _no_float_of_width(kinds, w) -> bool:
+    """Type analysis's ``kinds`` of memory an integer of ``w`` bits is copied from/to
+    hold no floating-point value of that width (an integer, a pointer)."""
+    return bool(kinds) and "float-other" not in kinds and not (
+        w == 32 and "float" in kinds or w == 64 and "double" in kinds
+        or w not in (32, 64) and kinds & {"double", "float"})
+
+
 class AugmentedForward:
     """Builds ``self.aug`` from ``self.P``: the forward sweep of reverse mode."""
 
@@ -274,12 +282,12 @@ class AugmentedForward:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32 and not self._int_by_layout(v):
-                from ..analysis.types import byte_kinds
+                from ..analysis.types import byte_kinds, memory_kinds
                 w = v.type.width
-                kinds = byte_kinds([v.operand(0), p], size=w // 8)
-                if kinds and "float-other" not in kinds and not (
-                        w == 32 and "float" in kinds or w == 64 and "double" in kinds
-                        or w not in (32, 64) and kinds & {"double", "float"}):
+                kinds = memory_kinds([v.operand(0), p])
+                if not _no_float_of_width(kinds, w):
+                    kinds = byte_kinds([v.operand(0), p], size=w // 8)
+                if _no_float_of_width(kinds, w):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
@@ -463,11 +471,22 @@ class AugmentedForward:
     def _mem_kind(self, inst):
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
-        sweeps)."""
-        from ..analysis.types import byte_kinds
+        sweeps).  From the objects' kinds; where those give no answer, from the kinds
+        of exactly the bytes moved (``types.byte_kinds``)."""
+        from ..analysis.types import byte_kinds, memory_kinds
         n = inst.args[2]
-        kinds = byte_kinds([inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else []),
-                           size=n.value if isinstance(n, ConstantInt) else None)
+        ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
+        size = n.value if isinstance(n, ConstantInt) else None
+        kinds = memory_kinds(ptrs, size=size)
+        try:
+            return self._mem_kind_of(inst, kinds)
+        except ADError:
+            refined = byte_kinds(ptrs, size)
+            if refined == kinds:
+                raise
+            return self._mem_kind_of(inst, refined)
+
+    def _mem_kind_of(self, inst, kinds):
         # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
         # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
         # floats dropped (the reverse of a store of constants drops them as well, so doing
