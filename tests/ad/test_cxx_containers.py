@@ -72,6 +72,18 @@ int main() {
 """
 
 
+def _program(headers: list, body: str, fn: str, x: list) -> str:
+    """A C++ test program: <cmath>, <cstdio> and ``headers``, the Enzyme declarations,
+    ``body`` (defining ``double fn(const double *x, int n)``) and ``_main(fn, x)``."""
+    includes = "".join(f"#include <{h}>\n" for h in ["cmath", "cstdio", *headers])
+    return includes + DECLS + body + _main(fn, x)
+
+
+DECLS = """extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+"""
+
+
 def _main(fn: str, x: list) -> str:
     """A ``main`` that checks ``double fn(const double *x, int n)`` at ``x``: one line
     ``fn k reverse forward central-difference`` per coordinate (see ``_derivatives``)."""
@@ -193,17 +205,7 @@ def test_unique_ptrs_in_a_vector_and_data_dependent_classes(tmp_path, opt):
 # `null + n` when empty), std::sort (memmove of doubles; type analysis once followed
 # `null` into every function that uses it), std::transform into a back_inserter,
 # std::function, a fixed-size matrix template
-ALGORITHMS = r"""
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <functional>
-#include <iterator>
-#include <numeric>
-#include <vector>
-extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
-             double __enzyme_fwddiff(void *, ...); }
+ALGORITHMS = _program(["algorithm", "array", "functional", "iterator", "numeric", "vector"], r"""
 template <int N> struct Mat {
   std::array<double, N * N> a{};
   double &operator()(int i, int j) { return a[i * N + j]; }
@@ -232,7 +234,7 @@ double algos(const double *p, int n) {
   s += mul(m, m)(1, 2) * 0.01;
   return s;
 }
-""" + _main("algos", [0.9, -0.3, 1.7, 0.2, 1.1])
+""", "algos", [0.9, -0.3, 1.7, 0.2, 1.1])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
@@ -246,12 +248,7 @@ def test_algorithms_on_active_data(tmp_path, opt):
 # byte-offset type analysis follows the pointer kept in each vector to the doubles
 # stored through it; before it, -O0 and -O2 failed with "memmove into memory that
 # carries derivatives, but type analysis cannot tell what the memory holds".
-NESTED = r"""
-#include <cmath>
-#include <cstdio>
-#include <vector>
-extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
-             double __enzyme_fwddiff(void *, ...); }
+NESTED = _program(["vector"], r"""
 double gram(const double *x, int n) {
   std::vector<double> row(n, 1.0);
   std::vector<std::vector<double>> g(n, row);
@@ -264,7 +261,7 @@ double gram(const double *x, int n) {
     for (double v : r) s += v * v;
   return s;
 }
-""" + _main("gram", [0.4, -1.1, 0.8])
+""", "gram", [0.4, -1.1, 0.8])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
@@ -277,12 +274,7 @@ def test_nested_vectors(tmp_path, opt):
 # again on the shadow list so it stays linked like the primal; the values move with
 # their nodes.  Before: "cannot differentiate call to external function
 # '_ZNSt8__detail15_List_node_base7_M_hookEPS0_'".
-LIST = r"""
-#include <cmath>
-#include <cstdio>
-#include <list>
-extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
-             double __enzyme_fwddiff(void *, ...); }
+LIST = _program(["list"], r"""
 double ranks(const double *x, int n) {
   std::list<double> l;
   for (int i = 0; i < n; i++) { l.push_back(x[i] * x[i] - x[i]); l.push_front(std::sin(x[i])); }
@@ -298,7 +290,7 @@ double ranks(const double *x, int n) {
   for (double v : m) s += 3 * v;
   return s;
 }
-""" + _main("ranks", [0.3, -1.2, 0.8, 2.0])
+""", "ranks", [0.3, -1.2, 0.8, 2.0])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
@@ -312,12 +304,7 @@ def test_list_sort_splice_reverse(tmp_path, opt):
 # analyses small helpers (`__niter_base`, `std::copy`'s layers) once per call site, says
 # the map's bytes are pointers.  Before: "memcpy/memset over memory that mixes
 # floating-point values and pointers is not supported yet".
-DEQUE = r"""
-#include <cmath>
-#include <cstdio>
-#include <deque>
-extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
-             double __enzyme_fwddiff(void *, ...); }
+DEQUE = _program(["deque"], r"""
 double window(const double *x, int n) {
   std::deque<double> d;
   for (int k = 0; k < 150; k++)
@@ -328,7 +315,7 @@ double window(const double *x, int n) {
   for (size_t i = 0; i < d.size(); i++) s += d[i] * (i % 7);
   return s * 1e-3 + d.front() * d.back();
 }
-""" + _main("window", [0.3, -1.2, 0.8, 2.0])
+""", "window", [0.3, -1.2, 0.8, 2.0])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
@@ -341,14 +328,7 @@ def test_deque_growth(tmp_path, opt):
 # a non-inlined constructor: the pointer's "shadow" is itself, since it points at code),
 # sum(), max(), inner_product with a std::array.  Before, -O0: "a pointer without a
 # shadow ... is mixed with pointers that have shadows" in _FunBase's constructor.
-VALARRAY = r"""
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <numeric>
-#include <valarray>
-extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
-             double __enzyme_fwddiff(void *, ...); }
+VALARRAY = _program(["array", "numeric", "valarray"], r"""
 static double cube(double t) { return t * t * t; }
 double expr(const double *x, int n) {
   std::valarray<double> v(x, n);
@@ -358,7 +338,7 @@ double expr(const double *x, int n) {
   return w.sum() + std::inner_product(a.begin(), a.end(), std::begin(w), 0.0)
          + v.apply(cube).max();
 }
-""" + _main("expr", [0.3, -1.2, 0.8, 2.0])
+""", "expr", [0.3, -1.2, 0.8, 2.0])
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
