@@ -163,10 +163,17 @@ _HINTS = {
 
 def _integer_memory(inst) -> bool:
     """An atomic operation on integers in memory type analysis proves holds only
-    integers (a counter or a flag)."""
-    from ..analysis.types import memory_kinds
-    return inst.operand(1).type.is_int \
-        and memory_kinds([inst.operand(0)], exclude=inst) == {"int"}
+    integers (a counter or a flag): the object's other accesses are all integer, or
+    the bytes the operation touches are (``std::shared_ptr``'s reference counts, in a
+    control block that also holds the object -- by the byte-offset analysis)."""
+    from ..analysis.types import memory_kinds, pointee_kinds
+    ty, p = inst.operand(1).type, inst.operand(0)
+    if not ty.is_int:
+        return False
+    if memory_kinds([p], exclude=inst) == {"int"}:
+        return True
+    module = inst.module
+    return pointee_kinds(module, [p], module.datalayout.store_size(ty)) == {"int"}
 
 
 def _int_cast_involved(inst, act, limit=32) -> bool:

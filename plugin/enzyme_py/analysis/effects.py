@@ -429,6 +429,8 @@ def call_effect(name: str):
         return _MATH
     if name.startswith(_CXX_TEXT_PREFIXES):
         return _CXX_TEXT
+    if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_EXCEPTION.match(name):
+        return _CXX_EXCEPTION_EFFECT
     return None
 
 
@@ -443,6 +445,16 @@ _CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
 _CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++, "
                                    "libc++): characters only")
 
+
+# the standard exception classes' out-of-line members (libstdc++ and libc++):
+# constructors, destructors and what() -- a derivative reaches them through the vtable of
+# an exception object built on a throw path (std::get of a std::variant, vector::at)
+_CXX_EXCEPTION = re.compile(
+    r"_ZN(K?)St(3__1)?\d+(exception|bad_\w+|logic_error|runtime_error|length_error|"
+    r"out_of_range|invalid_argument|domain_error|range_error|overflow_error|"
+    r"underflow_error|system_error|nested_exception)(C[12]E|D[012]Ev|4whatEv)")
+_CXX_EXCEPTION_EFFECT = CallEffect("inactive", "standard exception class member: touches "
+                                               "only the exception object")
 
 _NOMEM = CallEffect("nomem", "intrinsic without effect on values or memory")
 _MATH = CallEffect("math", "pure math function")
