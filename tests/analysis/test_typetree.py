@@ -245,3 +245,22 @@ def test_function_pointers_point_at_code():
     assert t.is_code(_value(m, "op_init", "fn"))
     assert not t.is_code(_value(m, "op_init", "data"))
     assert t.kinds(_value(m, "op_init", "data")) == {"double"}
+
+
+def test_an_access_can_be_left_out_of_its_own_question():
+    m, t = _types("""
+define void @f(ptr %p, ptr %q, i64 %x) {
+  %o = atomicrmw xchg ptr %p, i64 %x monotonic, align 8
+  %c = getelementptr i8, ptr %q, i64 8
+  %a = atomicrmw add ptr %c, i32 1 monotonic, align 4
+  %n = load i32, ptr %c, align 4
+  store ptr null, ptr %q
+  ret void
+}""")
+    f = m.get_function("f")
+    xchg, add = [i for i in f.instructions() if i.opcode == "atomicrmw"]
+    p, q = f.args[0], f.args[1]
+    assert t.kinds(p, 0, 8) == {"int"}
+    assert t.kinds(p, 0, 8, exclude=xchg) == set()       # nothing else says what p holds
+    assert t.kinds(q, 8, 4, exclude=add) == {"int"}      # the load of the count does
+    assert t.kinds(q, exclude=add) == {"int", "ptr"}

@@ -173,7 +173,8 @@ def _integer_memory(inst) -> bool:
     if memory_kinds([p], exclude=inst) == {"int"}:
         return True
     module = inst.module
-    return pointee_kinds(module, [p], module.datalayout.store_size(ty)) == {"int"}
+    return pointee_kinds(module, [p], module.datalayout.store_size(ty), exclude=inst) \
+        == {"int"}
 
 
 def _int_cast_involved(inst, act, limit=32) -> bool:

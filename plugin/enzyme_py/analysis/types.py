@@ -229,15 +229,16 @@ def _object_kinds(ptrs, limit, exclude) -> set:
     return kinds
 
 
-def pointee_kinds(module, ptrs, size=None) -> set:
+def pointee_kinds(module, ptrs, size=None, exclude=None) -> set:
     """What the byte-offset analysis (``typetree``) finds in the ``size`` bytes at each
-    pointer (None: to the end of the object).  It follows pointers kept in memory (the
-    buffer behind a ``std::vector``'s ``_M_start``), which ``memory_kinds`` does not."""
+    pointer (None: to the end of the object; ``exclude``: an access not to count).  It
+    follows pointers kept in memory (the buffer behind a ``std::vector``'s
+    ``_M_start``), which ``memory_kinds`` does not."""
     from .typetree import MemoryTypes
     types = MemoryTypes.of(module, ptrs)
     kinds: set = set()
     for p in ptrs:
-        kinds |= types.kinds(p, 0, size)
+        kinds |= types.kinds(p, 0, size, exclude)
     return kinds
 
 

@@ -106,7 +106,8 @@ def _index(v, depth=8):
 
 class _Node:
     """A union-find node.  ``addr(node) = addr(parent) + delta``; a root is a class
-    with its period (0: none), facts {offset: {(kind, bytes)}} and fields {offset:
+    with its period (0: none), facts {offset: {(kind, bytes): {sources}}} (a source is
+    the instruction that made the access, None for a declared layout) and fields {offset:
     node of the pointee}, offsets taken modulo the period."""
 
     __slots__ = ("parent", "delta", "period", "facts", "fields", "code")
@@ -114,7 +115,7 @@ class _Node:
     def __init__(self, code=False):
         self.parent, self.delta, self.period = None, 0, 0
         self.code = code          # the class holds a function's code
-        self.facts: dict[int, set] = {}
+        self.facts: dict[int, dict] = {}
         self.fields: dict[int, _Node] = {}
 
 
@@ -153,13 +154,14 @@ class MemoryTypes:
         self._contexts: dict = {}
         self._budget = _BUDGET
         self._sizes: dict = {}
+        self._source = None     # the instruction whose accesses are being recorded
         if functions is None:
             functions = [f for f in module.functions
                          if f.is_materialized and not f.is_declaration]
         self.functions = self._closure(functions)
         self._analysed = set(self.functions)
         for g in module.global_variables:
-            self._global(g)
+            self._global(g)         # declared layouts: facts without a source
         # A small helper whose every use is a direct call from an analysed function is
         # analysed at its call sites only; its body is visited on its own (parameters
         # bound to nothing but the call sites not analysed per call site) only if such
@@ -183,17 +185,19 @@ class MemoryTypes:
             and _function_of(u.user) in self._analysed for u in uses)
 
     # -- queries ------------------------------------------------------------------------
-    def kinds(self, p, offset=0, size=None) -> set:
+    def kinds(self, p, offset=0, size=None, exclude=None) -> set:
         """The kinds of the ``size`` bytes at ``p + offset`` (None: to the end of the
         object); an empty set where nothing is known (or ``p`` was not analysed).  For a
-        value of a helper analysed per call site: the kinds in any of its contexts."""
+        value of a helper analysed per call site: the kinds in any of its contexts.
+        ``exclude``: an access not to count (the one being asked about)."""
         out = set()
         for n in self._nodes(p):
             root, off = self._find(n)
             lo = off + offset
             for o, fs in root.facts.items():
-                for kind, nb in fs:
-                    if self._overlaps(root.period, o, nb, lo, size):
+                for (kind, nb), srcs in fs.items():
+                    if (exclude is None or srcs - {exclude}) \
+                            and self._overlaps(root.period, o, nb, lo, size):
                         out.add(kind)
         return out
 
@@ -268,10 +272,17 @@ class MemoryTypes:
             self._pending.append((self.node(a), self.node(b), d))
 
     def _fact(self, p, offset, kind, n):
+        """The access being visited (``_source``) reads or writes ``kind`` at
+        ``p + offset``."""
         if self._tracked(p):
             root, off = self._find(self.node(p))
             key = self._key(root, off + offset)
-            root.facts.setdefault(key, set()).add((kind, n))
+            root.facts.setdefault(key, {}).setdefault((kind, n), set()).add(self._source)
+
+    @staticmethod
+    def _add_facts(into: dict, fs: dict):
+        for kn, srcs in fs.items():
+            into.setdefault(kn, set()).update(srcs)
 
     def _field(self, p, offset=0) -> _Node:
         root, off = self._find(self.node(p))
@@ -287,6 +298,7 @@ class MemoryTypes:
             self._pending.append((self.node(v), self._field(p), 0))
 
     def _visit(self, inst):
+        self._source = inst
         if isinstance(inst, GEP):
             self._gep(inst, inst.operand(0), inst.source_type, inst.indices)
         elif isinstance(inst, Cast):
@@ -515,7 +527,7 @@ class MemoryTypes:
             facts, fields, period = rb.facts, rb.fields, rb.period
             rb.facts, rb.fields, rb.period = {}, {}, 0
             for o, fs in facts.items():
-                ra.facts.setdefault(self._key(ra, o + s), set()).update(fs)
+                self._add_facts(ra.facts.setdefault(self._key(ra, o + s), {}), fs)
             for o, f in fields.items():
                 self._put_field(ra, self._key(ra, o + s), f)
             if period:
@@ -535,7 +547,7 @@ class MemoryTypes:
         facts, fields = root.facts, root.fields
         root.facts, root.fields = {}, {}
         for o, fs in facts.items():
-            root.facts.setdefault(o % period, set()).update(fs)
+            self._add_facts(root.facts.setdefault(o % period, {}), fs)
         for o, f in fields.items():
             self._put_field(root, o % period, f)
 
