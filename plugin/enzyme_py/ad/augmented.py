@@ -286,7 +286,7 @@ class AugmentedForward:
                 w = v.type.width
                 kinds = memory_kinds([v.operand(0), p])
                 if not _no_float_of_width(kinds, w):
-                    kinds = byte_kinds([v.operand(0), p], size=w // 8)
+                    kinds = byte_kinds([v.operand(0), p], w // 8, kinds)
                 if _no_float_of_width(kinds, w):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
@@ -481,7 +481,7 @@ class AugmentedForward:
         try:
             return self._mem_kind_of(inst, kinds)
         except ADError:
-            refined = byte_kinds(ptrs, size)
+            refined = byte_kinds(ptrs, size, kinds)
             if refined == kinds:
                 raise
             return self._mem_kind_of(inst, refined)

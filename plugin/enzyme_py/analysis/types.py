@@ -34,12 +34,13 @@ from ..ir.attributes import Attributes
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
 from ..ir.values import Argument, ConstantNull, Poison, Undef
+from .effects import TYPE_HINTS
 
 __all__ = ["memory_kinds", "byte_kinds", "pointee_kinds", "layout_kinds", "float_fields",
-           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "carries_no_derivative"]
+           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "carries_no_derivative",
+           "function_of"]
 
-HINTS = {"__enzyme_double": "double", "__enzyme_float": "float",
-         "__enzyme_integer": "int", "__enzyme_pointer": "ptr"}
+HINTS = TYPE_HINTS     # __enzyme_double(p, bytes) and friends: the kind they name
 _MEM = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
 
 
@@ -149,13 +150,15 @@ def memory_kinds(ptrs, limit=4096, exclude=None, size=None) -> set:
     return kinds
 
 
-def byte_kinds(ptrs, size=None) -> set:
+def byte_kinds(ptrs, size=None, kinds=None) -> set:
     """What the ``size`` bytes at each pointer hold (None: to the end of the object), for
     a decision about exactly those bytes (the adjoint of a copy, an integer copy, a
     pointer's own shadow): ``memory_kinds`` of the objects; where those mix several
     kinds besides integers (a C++ object at -O0, whose ``this`` is everyone's), the
-    byte-offset analysis's answer for just these bytes, when it is not mixed."""
-    kinds = memory_kinds(ptrs, size=size)
+    byte-offset analysis's answer for just these bytes, when it is not mixed.
+    ``kinds``: the objects' kinds, when the caller has them already."""
+    if kinds is None:
+        kinds = memory_kinds(ptrs, size=size)
     if _unmixed(kinds):
         return kinds
     module = next((m for m in map(_module_of, ptrs) if m is not None), None)
@@ -242,9 +245,14 @@ def pointee_kinds(module, ptrs, size=None, exclude=None) -> set:
     return kinds
 
 
+def function_of(v):
+    """The function an argument or instruction belongs to, else None."""
+    return v.parent if isinstance(v, Argument) else getattr(v, "function", None)
+
+
 def _module_of(v):
-    f = v.parent if isinstance(v, Argument) else getattr(getattr(v, "parent", None), "parent", None)
-    return getattr(f, "parent", None) if f is not None else None
+    f = function_of(v)
+    return f.parent if f is not None else None
 
 
 def _access(inst, ty, kinds):

@@ -59,25 +59,16 @@ from math import gcd
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
 from ..ir.module import Function, GlobalVariable
-from ..ir.values import (Argument, ConstantAggregate, ConstantExpr, ConstantInt,
-                         ConstantString)
+from ..ir.values import ConstantAggregate, ConstantExpr, ConstantInt, ConstantString
+from .types import _MEM, HINTS, _is_union, function_of as _function_of, scalar_kinds, tbaa_kind
 
 __all__ = ["MemoryTypes"]
 
-_COPIES = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
-_HINTS = {"__enzyme_double": ("double", 8), "__enzyme_float": ("float", 4),
-          "__enzyme_integer": ("int", 1), "__enzyme_pointer": ("ptr", 8)}
+_HINT_BYTES = {"double": 8, "float": 4, "int": 1, "ptr": 8}   # a hint's element size
 _MOST_FUNCTIONS = 4000
 _SMALL = 40           # instructions: a helper this small is analysed once per call site
 _DEPTH = 6            # ... up to this many such helpers deep
 _BUDGET = 200_000     # instructions visited that way, in all
-
-
-def _function_of(v):
-    if isinstance(v, Argument):
-        return v.parent
-    block = getattr(v, "parent", None) if not v.is_constant else None
-    return getattr(block, "parent", None)
 
 
 def _index(v, depth=8):
@@ -344,11 +335,12 @@ class MemoryTypes:
     def _call(self, c):
         name = c.callee_name or ""
         args = c.args
-        if name.startswith(_COPIES) and len(args) >= 3:
+        if name.startswith(_MEM) and len(args) >= 3:
             self._unify(args[0], args[1])     # the bytes at both sides are alike
             return
-        if name in _HINTS and args:
-            kind, n = _HINTS[name]
+        if name in HINTS and args:
+            kind = HINTS[name]
+            n = _HINT_BYTES[kind]
             size = args[1] if len(args) > 1 else None
             if isinstance(size, ConstantInt) and 0 < size.value <= 1 << 16:
                 for o in range(0, size.value, n):
@@ -461,7 +453,6 @@ class MemoryTypes:
     def _layout(self, p, ty, off, ints):
         """Facts from a declared type (an alloca's, a global's); byte arrays of an
         alloca say nothing (SROA and clang make `[N x i8]` locals of any content)."""
-        from .types import _is_union
         if ty.is_struct and not getattr(ty, "is_opaque", False):
             if _is_union(ty):
                 return      # which member is live is not the declared type's to say
@@ -477,13 +468,11 @@ class MemoryTypes:
             self._fact(p, off, *self._scalar(ty))
 
     def _scalar(self, ty):
-        n = self.dl.store_size(ty)
-        if ty.is_float:
-            return (ty.kind if ty.kind in ("double", "float") else "float-other"), n
-        return ("ptr" if ty.is_pointer else "int"), n
+        """(kind, bytes) of a scalar type, the kinds named as ``types.scalar_kinds``
+        names them."""
+        return next(iter(scalar_kinds(ty, set()))), self.dl.store_size(ty)
 
     def _access(self, inst, p, ty):
-        from .types import tbaa_kind
         if ty.is_int:
             k = tbaa_kind(inst, self.module)
             if k is not None and k != "int":
