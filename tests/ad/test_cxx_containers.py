@@ -237,11 +237,6 @@ double algos(const double *p, int n) {
 """, "algos", [0.9, -0.3, 1.7, 0.2, 1.1])
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_algorithms_on_active_data(tmp_path, opt):
-    assert _derivatives(tmp_path, ALGORITHMS, opt) == {"algos"}
-
-
 # Nested vectors: `std::vector<std::vector<double>> g(n, row)` copies the prototype row
 # into each slot with a memmove between buffers reached only through `_M_start` (the
 # copy's operands are loads from vector objects), and the rows grow by push_back.  The
@@ -262,11 +257,6 @@ double gram(const double *x, int n) {
   return s;
 }
 """, "gram", [0.4, -1.1, 0.8])
-
-
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_nested_vectors(tmp_path, opt):
-    assert _derivatives(tmp_path, NESTED, opt) == {"gram"}
 
 
 # std::list: libstdc++ links and unlinks its nodes in the shared library (hook, unhook,
@@ -293,11 +283,6 @@ double ranks(const double *x, int n) {
 """, "ranks", [0.3, -1.2, 0.8, 2.0])
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_list_sort_splice_reverse(tmp_path, opt):
-    assert _derivatives(tmp_path, LIST, opt) == {"ranks"}
-
-
 # std::deque at -O0: growing the deque copies its map of chunk pointers with a memmove
 # (`std::copy` of `double *`s).  The objects' type sets mix the map with the chunks of
 # doubles; the byte-offset analysis, which follows the map's pointers to the chunks and
@@ -318,11 +303,6 @@ double window(const double *x, int n) {
 """, "window", [0.3, -1.2, 0.8, 2.0])
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_deque_growth(tmp_path, opt):
-    assert _derivatives(tmp_path, DEQUE, opt) == {"window"}
-
-
 # std::valarray: expression templates (`v * v + std::sin(v)`), apply() with a
 # function pointer the closure's constructor keeps beside a reference to the data (at -O0
 # a non-inlined constructor: the pointer's "shadow" is itself, since it points at code),
@@ -341,9 +321,17 @@ double expr(const double *x, int n) {
 """, "expr", [0.3, -1.2, 0.8, 2.0])
 
 
+# Each program above against central differences, both modes, -O0 and -O2.
+LIBRARY_PROGRAMS = {"algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
+                    "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
+                    "valarray": (VALARRAY, "expr")}
+
+
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_valarray_expressions_and_apply(tmp_path, opt):
-    assert _derivatives(tmp_path, VALARRAY, opt) == {"expr"}
+@pytest.mark.parametrize("program", sorted(LIBRARY_PROGRAMS))
+def test_library_types_on_active_data(tmp_path, program, opt):
+    source, fn = LIBRARY_PROGRAMS[program]
+    assert _derivatives(tmp_path, source, opt) == {fn}
 
 
 # Vocabulary types: std::shared_ptr (its control block's reference counts are atomic
