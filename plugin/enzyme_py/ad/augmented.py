@@ -1,11 +1,12 @@
 """Reverse mode, the forward sweep: ``augmented_P`` is P with shadow computations
 (shadow GEPs, allocations and pointer stores), a counter per loop, the saves of the
 values that undone stores overwrite, and the augmented forward of every call.
-Part of ``ReverseGen`` (``reverse.py``)."""
+It fills the value context (``ReverseGen`` in ``reverse.py``): the map from P's values
+to the copies (``vmap``), their shadows (``sh_aug``), and what each call wrote, for the
+reverse sweep."""
 
 from __future__ import annotations
 
-from ..analysis.globals import shadow_constant
 from ..analysis.activity import floatish, pointer_aggregate
 from ..analysis.effects import call_effect
 from ..ir import types as T
@@ -15,15 +16,14 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, made_of_own_shadows, no_pointer_set_yet, passes_shadow
+from .emit import copy_body, passes_shadow
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
-                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
+                     unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
 from .rules import libm_rule, reduction_rule
-from .runtime import runtime_function
-from .reverse_common import (_dead_pointer_web, _mem_intrinsic, _mutable_data_global)
+from .reverse_common import (_dead_pointer_web, _mem_intrinsic)
 
 
 def _no_float_of_width(kinds, w) -> bool:
@@ -35,18 +35,32 @@ def _no_float_of_width(kinds, w) -> bool:
 
 
 class AugmentedForward:
-    """Builds ``self.aug`` from ``self.P``: the forward sweep of reverse mode."""
+    """Builds ``gen.aug`` from ``gen.P`` (``gen``: the ``ReverseGen`` value context):
+    the forward sweep of reverse mode."""
 
-    def _build_aug(self):
-        P, aug, act = self.P, self.aug, self.act
-        prim, shad, i = self._arg_maps(aug)
-        self.tape_aug = aug.args[i]
+    def __init__(self, gen):
+        self.gen = gen
+        self.ctx, self.e, self.P, self.act, self.cfg, self.loops, self.ow = (
+            gen.ctx, gen.e, gen.P, gen.act, gen.cfg, gen.loops, gen.ow)
+        self.mirrored = {}      # call -> its shadow, a copy of the call on the shadows
+        self.ret_shadows = {}   # call -> the shadow of the pointer it returns
+        # for the reverse sweep: per call, what it wrote ...
+        gen.mem_kind = {}       # memcpy/memmove/memset -> the kind of memory it copies
+        gen.write_sizes = {}    # libc call -> [(argument, bytes written)]
+        gen.out_shadows = {}    # posix_memalign -> the shadow of its out-pointer
+        gen.mem_fields = {}     # mixed-struct copy -> its float fields
+
+    def build(self):
+        gen = self.gen
+        P, aug, act = self.P, gen.aug, self.act
+        prim, shad, i = gen._arg_maps(aug)
+        gen.tape_aug = aug.args[i]
         vmap = dict(prim)
         copy_body(P, aug, vmap)
-        self.vmap = vmap
-        self.sh_aug = dict(shad)
-        self.restore_old = {}
-        self.replaced_calls = {}
+        gen.vmap = vmap
+        gen.sh_aug = dict(shad)
+        gen.restore_old = {}
+        gen.replaced_calls = {}
         e = self.e
         pending_phis = []
         for b in self.cfg.rpo:
@@ -66,25 +80,25 @@ class AugmentedForward:
                     if inst in self.ow.restores:   # the value it overwrites (overwrite.py)
                         old = Load(inst.operand(0).type, A.operand(1), align=inst.align)
                         old.insert_before(A)
-                        self.restore_old[inst] = old
-        if self.ret_shadow:
+                        gen.restore_old[inst] = old
+        if gen.ret_shadow:
             for b in self.cfg.rpo:
                 r = b.terminator
                 if isinstance(r, Ret) and r.value is not None:
                     ar = vmap[r]
                     e.position_before(ar)
                     pv = ar.value
-                    sv = self._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
+                    sv = gen._sh_aug(r.value, r) if r.value in self.act.shadowed or not (
                         r.value.is_instruction or isinstance(r.value, Argument)) \
                         else ZeroInit(r.value.type)  # callers see an unshadowed result
-                    agg = e.insertvalue(Undef(self.aug.return_type), pv, [0])
+                    agg = e.insertvalue(Undef(gen.aug.return_type), pv, [0])
                     agg = e.insertvalue(agg, sv, [1])
                     ar.set_operand(0, agg)
         for inst, S in pending_phis:
             for v, blk in inst.incoming:
-                S.add_incoming(self._sh_aug(v, inst), vmap[blk])
+                S.add_incoming(gen._sh_aug(v, inst), vmap[blk])
         # predecessor index for blocks with several predecessors
-        self.pred_phi = {}
+        gen.pred_phi = {}
         for b in self.cfg.rpo:
             preds = self.cfg.preds[b]
             if len(preds) > 1:
@@ -98,14 +112,15 @@ class AugmentedForward:
                         src = next((p for p in preds if vmap[p] is pb), None)
                         k = preds.index(src) if src is not None else 0
                         phi.add_incoming(ConstantInt(T.i64, k), pb)
-                self.pred_phi[b] = phi
+                gen.pred_phi[b] = phi
         self._aug_loop_counters()
         self._stack_shadows()
 
     def _aug_loop_counters(self):
         """An i64 counter per loop, 0 on entry, +1 per iteration (header executions)."""
-        vmap = self.vmap
-        self.aiv = {}
+        gen = self.gen
+        vmap = gen.vmap
+        gen.aiv = {}
         for lp in self.loops.loops:
             h = vmap[lp.header]
             iv = Phi(T.i64)
@@ -114,13 +129,14 @@ class AugmentedForward:
             nxt.insert_before(h.first_non_phi)
             for p in self.cfg.preds[lp.header]:
                 iv.add_incoming(nxt if p in lp.blocks else ConstantInt(T.i64, 0), vmap[p])
-            self.aiv[lp] = iv
+            gen.aiv[lp] = iv
 
     def _stack_shadows(self):
         """Shadows of allocas outside loops that the forward sweep never touches (only
         adjoints go there, in the reverse sweep) become allocas of the reverse function."""
-        self.stack_shadow = {}
-        self.stack_shadow_src = []
+        gen = self.gen
+        gen.stack_shadow = {}
+        gen.stack_shadow_src = []
         for b in self.cfg.rpo:
             if self.loops.in_loop(b):
                 continue
@@ -129,7 +145,7 @@ class AugmentedForward:
                     continue
                 if inst.count is not None and not isinstance(inst.count, ConstantInt):
                     continue
-                S = self.sh_aug.get(inst)
+                S = gen.sh_aug.get(inst)
                 web = _dead_pointer_web(S)
                 if web is None:
                     continue
@@ -137,68 +153,17 @@ class AugmentedForward:
                     x.drop_all_references()
                 for x in web:
                     x.remove_from_parent()
-                for k in [k for k, v in self.sh_aug.items() if v in web]:
-                    del self.sh_aug[k]
-                self.stack_shadow_src.append(inst)
-
-    def _rt(self, name, ty=None):
-        return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
-
-    def _own_shadow(self, c) -> bool:
-        """A constant pointer that is its own shadow: null, or a pointer into no
-        writable data that holds floats or pointers and into no global with a shadow
-        global (a function, read-only or float-free data)."""
-        return isinstance(c, (ConstantNull, Undef, Poison)) or c.type.is_pointer \
-            and not _mutable_data_global(c) \
-            and shadow_constant(c, self.ctx.shadow_globals) is None
-
-    def _sh_aug(self, v, where):
-        s = self.sh_aug.get(v)
-        if s is not None:
-            return s
-        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
-            return v.clone()
-        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
-        if sg is not None:
-            return sg
-        if not v.is_instruction and not isinstance(v, Argument) and self._own_shadow(v):
-            # a function, read-only or float-free global: its "shadow" is itself, no
-            # adjoint can be accumulated there
-            return v
-        if no_pointer_set_yet(v):
-            # a struct of pointers being built, no pointer field set yet: see forward.py
-            return self.vmap.get(v, v)
-        if v not in self.act.shadowed and made_of_own_shadows(v, self._own_shadow):
-            return self.vmap.get(v, v)   # vtables, functions, null + n
-        if v.type.is_pointer and v not in self.act.shadowed:
-            from ..analysis.types import carries_no_derivative
-            if carries_no_derivative(v):
-                # points at integers only (a C++ key passed by reference, kept in a
-                # std::tuple by std::map::operator[]) or at code: no adjoint is ever
-                # accumulated through it, so the primal pointer serves as its shadow
-                return self.vmap.get(v, v)
-            # Never the primal pointer: adjoints accumulated through that "shadow"
-            # would land in the program's own memory.
-            raise ADError("a pointer without a shadow (constant data: a global, an "
-                          "enzyme_const argument, or a pointer loaded from one) is mixed "
-                          "with pointers that have shadows (stored into differentiated "
-                          "memory, merged by a phi/select, or returned)",
-                          location=self.ctx.err_loc(where),
-                          hint="pass that memory with enzyme_dup and a shadow, or copy the "
-                               "constant data into a local array first")
-        if isinstance(v, Call) and v.called_function is not None and not v.type.is_pointer:
-            raise struct_return_error(self.ctx.fname(v.called_function),
-                                      self.ctx.err_loc(where))
-        raise ADError("a pointer that may carry derivatives has no shadow",
-                      location=self.ctx.err_loc(where),
-                      hint="pass the pointer with enzyme_dup and a shadow")
+                for k in [k for k, v in gen.sh_aug.items() if v in web]:
+                    del gen.sh_aug[k]
+                gen.stack_shadow_src.append(inst)
 
     def _aug_shadow_def(self, inst, A, pending_phis):
-        e, vmap = self.e, self.vmap
+        gen = self.gen
+        e, vmap = self.e, gen.vmap
         if isinstance(inst, (GEP, Cast)):
             S = A.clone({})
             S.metadata = []
-            S.set_operand(0, self._sh_aug(inst.operand(0), inst))
+            S.set_operand(0, gen._sh_aug(inst.operand(0), inst))
             S.name = None
             S.insert_after(A)
         elif isinstance(inst, Phi):
@@ -206,22 +171,22 @@ class AugmentedForward:
             S.insert_after(A)
             pending_phis.append((inst, S))
         elif isinstance(inst, ExtractValue):
-            S = ExtractValue(self._sh_aug(inst.operand(0), inst), inst.indices)
+            S = ExtractValue(gen._sh_aug(inst.operand(0), inst), inst.indices)
             S.insert_after(A)
         elif isinstance(inst, InsertValue):
             # a struct of pointers (std::pair<node *, node *>): shadow pointers where the
             # primal has pointers, the primal integers elsewhere
             val = inst.operand(1)
-            sv = self._sh_aug(val, inst) if val.type.is_pointer \
+            sv = gen._sh_aug(val, inst) if val.type.is_pointer \
                 or pointer_aggregate(val.type) else A.operand(1)
-            S = InsertValue(self._sh_aug(inst.operand(0), inst), sv, inst.indices)
+            S = InsertValue(gen._sh_aug(inst.operand(0), inst), sv, inst.indices)
             S.insert_after(A)
         elif isinstance(inst, Select):
-            S = Select(A.operand(0), self._sh_aug(inst.operand(1), inst),
-                       self._sh_aug(inst.operand(2), inst))
+            S = Select(A.operand(0), gen._sh_aug(inst.operand(1), inst),
+                       gen._sh_aug(inst.operand(2), inst))
             S.insert_after(A)
         elif isinstance(inst, Load):
-            S = Load(inst.type, self._sh_aug(inst.operand(0), inst), align=inst.align)
+            S = Load(inst.type, gen._sh_aug(inst.operand(0), inst), align=inst.align)
             S.insert_after(A)
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
@@ -233,15 +198,15 @@ class AugmentedForward:
                 if n.type != T.i64:
                     n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
                 size = e.binop("mul", n, size)
-            S = e.call(self._rt("__enzyme_py_shadow_alloc"), [size])
+            S = e.call(gen._rt("__enzyme_py_shadow_alloc"), [size])
         elif isinstance(inst, Call):
             name = inst.callee_name or ""
-            if inst in self.replaced_calls:
+            if inst in gen.replaced_calls:
                 # the augmented callee returned {primal, shadow}
-                self.sh_aug[inst] = self.ret_shadows[inst]
+                gen.sh_aug[inst] = self.ret_shadows[inst]
                 return
-            if inst in getattr(self, "mirrored", {}):
-                self.sh_aug[inst] = self.mirrored[inst]
+            if inst in self.mirrored:
+                gen.sh_aug[inst] = self.mirrored[inst]
                 return
             eff = call_effect(name)
             if eff is None or eff.kind != "alloc" or eff.out is not None:
@@ -252,33 +217,34 @@ class AugmentedForward:
             e.position_before(nxt)
             args = A.args
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
-                S = e.call(self._rt("__enzyme_py_shadow_realloc"),
-                              [self._sh_aug(inst.args[eff.frees], inst), args[1]])
+                S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
+                              [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
-                S = e.call(self._rt("__enzyme_py_shadow_alloc"),
+                S = e.call(gen._rt("__enzyme_py_shadow_alloc"),
                               [written(e, None, eff.size, args, A)])
         else:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
-        self.sh_aug[inst] = S
+        gen.sh_aug[inst] = S
 
     def _aug_store(self, inst, A):
+        gen = self.gen
         v, p = inst.operand(0), inst.operand(1)
         if p in self.act.shadowed:
             if v.type.is_pointer or pointer_aggregate(v.type):
                 if v not in self.act.shadowed and (v.is_instruction or isinstance(v, Argument)) \
                         and not self.act.may_hold_shadowed_pointers(p):
                     return  # a local that only ever holds pointers without shadows
-                sv = self._sh_aug(v, inst)
-                st = Store(sv, self._sh_aug(p, inst), align=inst.align)
+                sv = gen._sh_aug(v, inst)
+                st = Store(sv, gen._sh_aug(p, inst), align=inst.align)
                 st.insert_after(A)
             elif isinstance(v, Cast) and v.opcode == "ptrtoint" \
                     and v.operand(0) in self.act.shadowed:
                 # a pointer stored as an integer (InstCombine makes `unique_ptr`'s
                 # member store `store i64 (ptrtoint p)`): its shadow, the same way
-                sv = Cast("ptrtoint", self._sh_aug(v.operand(0), inst), v.type)
+                sv = Cast("ptrtoint", gen._sh_aug(v.operand(0), inst), v.type)
                 sv.insert_after(A)
-                Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32 and not self._int_by_layout(v):
@@ -292,9 +258,9 @@ class AugmentedForward:
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
                     if "ptr" in kinds and w == 64:
-                        sv = Load(v.type, self._sh_aug(v.operand(0), inst), align=v.align)
+                        sv = Load(v.type, gen._sh_aug(v.operand(0), inst), align=v.align)
                         sv.insert_after(A)
-                        Store(sv, self._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                        Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
                     return
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
@@ -330,16 +296,17 @@ class AugmentedForward:
             raise unshadowed_atomic_error(self.ctx.err_loc(inst))
 
     def _aug_call(self, inst, A):
+        gen = self.gen
         act = self.act
         name = inst.callee_name or ""
-        if openmp.aug_call(self, inst, A):
+        if openmp.aug_call(self.gen, inst, A):
             return
         eff = call_effect(name)
         ekind = eff.kind if eff is not None else None
         if ekind in ("nomem", "free", "typehint"):
             return
-        if ekind == "mpi" and not mpi.user_rule(self, inst):
-            mpi.aug_call(self, inst, A)
+        if ekind == "mpi" and not mpi.user_rule(self.gen, inst):
+            mpi.aug_call(self.gen, inst, A)
             return
         if ekind == "mirror":
             # a pointer-structure call (red-black tree): the same call on the shadows
@@ -348,20 +315,18 @@ class AugmentedForward:
                 c.metadata, c.name = [], None
                 for k, a in enumerate(inst.args):
                     if a.type.is_pointer:
-                        c.set_arg(k, self._sh_aug(a, inst))
+                        c.set_arg(k, gen._sh_aug(a, inst))
                 c.insert_after(A)
-                self.mirrored = getattr(self, "mirrored", {})
                 self.mirrored[inst] = c
             return
         if ekind == "alloc":
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
                 # posix_memalign: a shadow block, stored where the pointer goes
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
-                S = self.e.call(self._rt("__enzyme_py_shadow_alloc"),
+                S = self.e.call(gen._rt("__enzyme_py_shadow_alloc"),
                                    [A.args[eff.size[1]]])
-                self.e.store(S, self._sh_aug(inst.args[eff.out], inst), 8)
-                self.out_shadows = getattr(self, "out_shadows", {})
-                self.out_shadows[inst] = S
+                self.e.store(S, gen._sh_aug(inst.args[eff.out], inst), 8)
+                gen.out_shadows[inst] = S
             return
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) \
@@ -369,14 +334,13 @@ class AugmentedForward:
             or act.touches_shadow_globals(inst.called_function)
         if ekind == "sort":
             if args[0] in act.shadowed:
-                aug_qsort(self, inst, A)   # ad/sort.py
+                aug_qsort(self.gen, inst, A)   # ad/sort.py
             return
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:
                 kind = self._mem_kind(inst)
-                self.mem_kind = getattr(self, "mem_kind", {})
-                self.mem_kind[inst] = kind
+                gen.mem_kind[inst] = kind
                 if kind in ("ptr", "zero"):
                     if mem != "memset" and args[1] not in act.shadowed:
                         raise ADError(
@@ -385,9 +349,9 @@ class AugmentedForward:
                             hint="pass the source with enzyme_dup, or copy the data the "
                                  "pointers point to instead")
                     c = A.clone({})
-                    c.set_operand(0, self._sh_aug(args[0], inst))
+                    c.set_operand(0, gen._sh_aug(args[0], inst))
                     if mem != "memset":
-                        c.set_operand(1, self._sh_aug(args[1], inst))
+                        c.set_operand(1, gen._sh_aug(args[1], inst))
                     c.insert_after(A)
                 elif kind == "mixed":
                     self._aug_mixed_copy(inst, A)
@@ -396,14 +360,13 @@ class AugmentedForward:
             ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))
             if ws:
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
-                self.write_sizes = getattr(self, "write_sizes", {})
-                self.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
+                gen.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
                                           for k, size in ws]
             if inst not in act.active:
                 return
         if not involved:
             return
-        if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self, inst, A):
+        if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self.gen, inst, A):
             return
         callee = inst.called_function
         pairs = None
@@ -414,27 +377,27 @@ class AugmentedForward:
         if callee is not None and not callee.is_declaration:
             kinds = self._callee_kinds(inst)
             ret_active = floatish(inst.type) and inst in act.active
-            if self.parallel:
+            if gen.parallel:
                 # other threads may write what the arguments point to meanwhile: the
                 # caller's overwrite facts do not carry into the callee
                 facts = (False, frozenset())
             else:
                 facts = (self.ow.callee_stable.get(inst, False),
                          self.ow.callee_noalias.get(inst, frozenset()))
-            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=self.parallel)
+            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=gen.parallel)
             if pairs is not None:
                 self.e.position_before(A)
-                g = Dispatched(self, inst, pairs,
+                g = Dispatched(self.gen, inst, pairs,
                                [self.ctx.get(c, kinds, ret_active, *facts,
-                                             parallel=self.parallel)
+                                             parallel=gen.parallel)
                                 for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []
             for orig, a, k in zip(args, new_args, kinds):
                 call_args.append(a)
                 if k == "dup":
-                    call_args.append(self._sh_aug(orig, inst))
-            call_args.append(self.tape_aug)
+                    call_args.append(gen._sh_aug(orig, inst))
+            call_args.append(gen.tape_aug)
             c = Call(g.aug.function_type, g.aug if pairs is None else g.aug_callee, call_args)
             c.insert_before(A)
             if g.ret_shadow:
@@ -442,15 +405,14 @@ class AugmentedForward:
                 pv.insert_after(c)
                 sv = ExtractValue(c, [1])
                 sv.insert_after(pv)
-                self.ret_shadows = getattr(self, "ret_shadows", {})
                 self.ret_shadows[inst] = sv
                 A.replace_all_uses_with(pv)
                 c = pv
             else:
                 A.replace_all_uses_with(c)
             A.erase()
-            self.vmap[inst] = c
-            self.replaced_calls[inst] = g
+            gen.vmap[inst] = c
+            gen.replaced_calls[inst] = g
             return
         if libm_rule(name) is not None or reduction_rule(name) is not None:
             return
@@ -491,6 +453,7 @@ class AugmentedForward:
         # it holds, its shadow is zeroed too -- null shadow pointers, and adjoints of the
         # floats dropped (the reverse of a store of constants drops them as well, so doing
         # it already in the forward sweep changes nothing)
+        gen = self.gen
         zeroing = _mem_intrinsic(inst.callee_name or "") == "memset" \
             and isinstance(inst.args[1], ConstantInt) and inst.args[1].value == 0
         if not kinds and zeroing:
@@ -519,8 +482,7 @@ class AugmentedForward:
                               "copy of whole fields of one struct or array type)",
                               location=self.ctx.err_loc(inst),
                               hint="copy the fields one by one, or assign the struct")
-            self.mem_fields = getattr(self, "mem_fields", {})
-            self.mem_fields[inst] = fields
+            gen.mem_fields[inst] = fields
             return "fields"
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
@@ -533,8 +495,7 @@ class AugmentedForward:
             # forward sweep, the floats' adjoints move back in the reverse, by layout
             fields = self._float_fields(inst, pointers=True)
             if fields is not None:
-                self.mem_fields = getattr(self, "mem_fields", {})
-                self.mem_fields[inst] = fields
+                gen.mem_fields[inst] = fields
                 return "mixed"
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
@@ -561,22 +522,23 @@ class AugmentedForward:
         shadow get the source's shadow bytes -- or, from constant data without a
         shadow (an initialiser), the constant's own bytes, where each pointer in it is
         its own shadow (null, a function, read-only data)."""
+        gen = self.gen
         args, e = inst.args, self.e
         src = args[1]
         consts = _constant_pointers(src)
         if src in self.act.shadowed:
-            from_ = self._sh_aug(src, inst)
-        elif consts is not None and all(self._sh_aug(c, inst) is c for c in consts):
+            from_ = gen._sh_aug(src, inst)
+        elif consts is not None and all(gen._sh_aug(c, inst) is c for c in consts):
             from_ = A.args[1]   # (_sh_aug raises for a pointer to writable data)
         else:
             raise ADError("memcpy of a struct with pointer fields from memory without a "
                           "shadow into memory that has one", location=self.ctx.err_loc(inst),
                           hint="pass the source with enzyme_dup, or set the fields one by one")
-        to = self._sh_aug(args[0], inst)
+        to = gen._sh_aug(args[0], inst)
         e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
         memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
         at = 0
-        for off, _k, size in self.mem_fields[inst] + [(args[2].value, None, 0)]:
+        for off, _k, size in gen.mem_fields[inst] + [(args[2].value, None, 0)]:
             if off > at:
                 e.call(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
                                 ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])

@@ -2,7 +2,7 @@
 frame, a loop's buffer, a buffer hoisted before an outer loop or appended across
 its executions), the addresses of its slots in both sweeps, and the alias scopes
 that keep cache memory apart from the program's (the layout itself is ``cache.py``).
-Part of ``ReverseGen`` (``reverse.py``)."""
+Runs last: the sweeps have asked for every cached value (``ReverseGen._cached``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from .reverse_common import (_MappedCount, _mem_intrinsic)
 
 
 class CacheEmission:
-    """Cache slots of ``ReverseGen``: planning, addressing, finishing both functions."""
+    """Lays out the cache slots the sweeps asked ``gen`` (a ``ReverseGen``) for, then
+    fills in the addresses of the cache loads and stores in both functions."""
+
+    def __init__(self, gen):
+        self.gen = gen
+        self.ctx, self.e, self.P, self.act, self.cfg, self.loops, self.ow = (
+            gen.ctx, gen.e, gen.P, gen.act, gen.cfg, gen.loops, gen.ow)
 
     def _def_point(self, v):
         """The instruction before which a store of the forward value ``v`` goes."""
@@ -42,18 +48,19 @@ class CacheEmission:
         if lp is None:
             base = self.frame_aug
         else:
-            rec = T.ArrayType(T.i8, self.cache.size[lp])
-            base = e.insert(GEP(rec, self.abuf[lp], [self.aiv[lp]]))
+            rec = T.ArrayType(T.i8, self.gen.cache.size[lp])
+            base = e.insert(GEP(rec, self.abuf[lp], [self.gen.aiv[lp]]))
         return e.gep_bytes(base, slot.offset) if slot.offset else base
 
     def _rev_addr(self, slot):
+        gen = self.gen
         e, lp = self.e, slot.level
         if lp is None:
             base = self.frame_rev
         else:
-            rec = T.ArrayType(T.i8, self.cache.size[lp])
-            buf = e.load(T.ptr, self.rbuf[lp])
-            base = e.insert(GEP(rec, buf, [e.load(T.i64, self.rc[lp])]))
+            rec = T.ArrayType(T.i8, gen.cache.size[lp])
+            buf = e.load(T.ptr, gen.rbuf[lp])
+            base = e.insert(GEP(rec, buf, [e.load(T.i64, gen.rc[lp])]))
         return e.gep_bytes(base, slot.offset) if slot.offset else base
 
     def _plan_hoisted_buffers(self):
@@ -63,7 +70,7 @@ class CacheEmission:
         L's parent.  H is the outermost ancestor at whose preheader all those bounds
         can be computed (their operands are defined outside H)."""
         loops = self.loops.loops
-        needs = {lp: self.cache.has_buffer(lp) for lp in loops}
+        needs = {lp: self.gen.cache.has_buffer(lp) for lp in loops}
         for lp in sorted(loops, key=lambda x: -x.depth):   # a child's buffer pointer
             if needs[lp] and lp.parent is not None:          # lives in its parent's record
                 needs[lp.parent] = True
@@ -95,6 +102,7 @@ class CacheEmission:
         execution of ``lp`` (computed in lp's preheader).  With ``state`` (an appended
         buffer, ``cache.appended_buffers``) the allocation is a bump of that buffer, and
         the result is (pointer, byte offset of the records in the buffer)."""
+        gen = self.gen
         e, i64 = self.e, T.i64
         h = self.hoist[lp]
         chain = []
@@ -104,23 +112,23 @@ class CacheEmission:
             x = x.parent
         chain.append(h)
         chain.reverse()                                      # H, ..., lp
-        e.position_before(self.vmap[h.preheader].terminator)
-        bounds = [emit_trip_bound(e, _MappedCount(x.count, self.vmap)) for x in chain]
+        e.position_before(gen.vmap[h.preheader].terminator)
+        bounds = [emit_trip_bound(e, _MappedCount(x.count, gen.vmap)) for x in chain]
         total = ConstantInt(i64, rec)
         for nb in bounds:
             total = e.binop("mul", total, nb)
         if state is not None:
-            base = e.call(self._rt("__enzyme_py_cache_bump"),
+            base = e.call(gen._rt("__enzyme_py_cache_bump"),
                              [state, total, self.appended_hint[lp]])
             big = e.load(T.ptr, state, 8)
         else:
-            big = e.call(self._rt("__enzyme_py_cache_alloc"), [total])
-            bigslot = self.cache.slots[(("big", lp), h.parent)]
-            self.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
-        e.position_before(self.vmap[lp.preheader].terminator)
-        lin = self.aiv[h]
+            big = e.call(gen._rt("__enzyme_py_cache_alloc"), [total])
+            bigslot = gen.cache.slots[(("big", lp), h.parent)]
+            gen.cache_insts[e.store(big, self._aug_addr(bigslot), 8)] = bigslot.level
+        e.position_before(gen.vmap[lp.preheader].terminator)
+        lin = gen.aiv[h]
         for x, nb in zip(chain[1:-1], bounds[1:-1], strict=True):
-            lin = e.binop("add", e.binop("mul", lin, nb), self.aiv[x])
+            lin = e.binop("add", e.binop("mul", lin, nb), gen.aiv[x])
         off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
         if state is not None:
             off = e.binop("add", base, off)
@@ -130,10 +138,11 @@ class CacheEmission:
     def _appended_buffer(self, lp, rec):
         """Forward: the records of this execution of ``lp`` appended to the buffer that
         every execution of it shares (``cache.appended_buffers``): (pointer, offset)."""
+        gen = self.gen
         e, i64 = self.e, T.i64
         st_ty = T.StructType([T.ptr, i64, i64])
         state = Alloca(st_ty, align=8)
-        entry = self.aug.blocks[0]
+        entry = gen.aug.blocks[0]
         entry.insert(0, Store(ZeroInit(st_ty), state, align=8))
         entry.insert(0, state)
         self.appended_state[lp] = state
@@ -142,16 +151,17 @@ class CacheEmission:
             linkage="internal", align=8)
         if lp in self.hoist:
             return self._hoisted_buffer(lp, rec, state)
-        e.position_before(self.vmap[lp.preheader].terminator)
-        n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
-        off = e.call(self._rt("__enzyme_py_cache_bump"),
+        e.position_before(gen.vmap[lp.preheader].terminator)
+        n = emit_trip_bound(e, _MappedCount(lp.count, gen.vmap))
+        off = e.call(gen._rt("__enzyme_py_cache_bump"),
                         [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
         return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
 
-    def _finalize(self):
+    def finalize(self):
+        gen = self.gen
         e, m = self.e, self.ctx.module
-        cache = self.cache
-        self.cache_calls = set()   # calls that touch only cache memory (frees of buffers)
+        cache = gen.cache
+        gen.cache_calls = set()   # calls that touch only cache memory (frees of buffers)
         self.hoist = self._plan_hoisted_buffers()
         found = appended_buffers(self.loops.loops, self.hoist,
                                  cache.needs_buffer(self.loops.loops))
@@ -171,37 +181,37 @@ class CacheEmission:
                      + (f"\n    {why}" if why else ""))
         i64 = T.i64
         # -- reverse: entering a loop loads its buffer pointer; leaving frees it
-        for lp, blk in self.enter_points:
+        for lp, blk in gen.enter_points:
             if cache.has_buffer(lp):
                 e.position_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
                 ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
-                self.cache_insts[ld] = s.level
-                self.placeholders.append((ld, s))
+                gen.cache_insts[ld] = s.level
+                gen.placeholders.append((ld, s))
                 if lp in self.appended:     # an offset in the buffer whose address
                     gs = cache.slots[(("grow", lp), None)]       # the frame keeps
                     base = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
-                    self.cache_insts[base] = None
-                    self.placeholders.append((base, gs))
+                    gen.cache_insts[base] = None
+                    gen.placeholders.append((base, gs))
                     ld = e.insert(GEP(T.i8, base, [ld]))
-                e.store(ld, self.rbuf[lp])
+                e.store(ld, gen.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
-        for lp, blk in self.leave_points:
+        for lp, blk in gen.leave_points:
             if cache.has_buffer(lp) and lp not in self.hoist and lp not in self.appended:
                 e.position_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
-                self.cache_calls.add(e.call(self._rt("__enzyme_py_cache_free") if counted
-                                            else free, [e.load(T.ptr, self.rbuf[lp])]))
+                gen.cache_calls.add(e.call(gen._rt("__enzyme_py_cache_free") if counted
+                                            else free, [e.load(T.ptr, gen.rbuf[lp])]))
             for inner, h in self.hoist.items():
                 if h is lp and inner not in self.appended:
                     e.position_before(blk.terminator)
                     ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
                     bs = cache.slots[(("big", inner), h.parent)]
-                    self.cache_insts[ld] = bs.level
-                    self.placeholders.append((ld, bs))
-                    e.call(self._rt("__enzyme_py_cache_free"), [ld])
+                    gen.cache_insts[ld] = bs.level
+                    gen.placeholders.append((ld, bs))
+                    e.call(gen._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: the frame, the loop buffers, the stores
-        aug_entry = self.aug.blocks[0]
+        aug_entry = gen.aug.blocks[0]
         fsize = cache.size.get(None, 0)
         self.frame_aug = None
         if fsize:
@@ -214,25 +224,25 @@ class CacheEmission:
                 continue
             rec = cache.size[lp]
             bufslot = cache.slots[(("buf", lp), lp.parent)]
-            ph = self.vmap[lp.preheader]
-            hdr = self.vmap[lp.header]
+            ph = gen.vmap[lp.preheader]
+            hdr = gen.vmap[lp.header]
             n = None
             if lp in self.appended:
                 self.abuf[lp], off = self._appended_buffer(lp, rec)
-                self.cache_insts[e.store(off, self._aug_addr(bufslot), 8)] = bufslot.level
+                gen.cache_insts[e.store(off, self._aug_addr(bufslot), 8)] = bufslot.level
                 continue
             if lp in self.hoist:
                 self.abuf[lp] = self._hoisted_buffer(lp, rec)
-                self.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
+                gen.cache_insts[e.store(self.abuf[lp], self._aug_addr(bufslot), 8)] = bufslot.level
                 continue
             if lp.count is not None:
                 e.position_before(ph.terminator)
-                n = emit_trip_bound(e, _MappedCount(lp.count, self.vmap))
+                n = emit_trip_bound(e, _MappedCount(lp.count, gen.vmap))
             if n is not None:
-                buf = e.call(self._rt("__enzyme_py_cache_alloc"),
+                buf = e.call(gen._rt("__enzyme_py_cache_alloc"),
                                 [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
-                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
+                gen.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
             else:
                 # while loop: a buffer that grows (realloc) as the iterations go
                 st = Alloca(T.StructType([T.ptr, i64]), align=8)
@@ -241,10 +251,10 @@ class CacheEmission:
                 e.store(ZeroInit(T.StructType([T.ptr, i64])), st, 8)
                 first = hdr.first_non_phi
                 e.position_before(first)
-                buf = e.call(self._rt("__enzyme_py_cache_reserve"),
-                                [st, self.aiv[lp], ConstantInt(i64, rec)])
+                buf = e.call(gen._rt("__enzyme_py_cache_reserve"),
+                                [st, gen.aiv[lp], ConstantInt(i64, rec)])
                 self.abuf[lp] = buf
-                self.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
+                gen.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
                 # stores of the header's phis go after the buffer is known
                 self.aug_setup_end[hdr] = first
         for slot in list(cache.slots.values()):
@@ -254,45 +264,45 @@ class CacheEmission:
             if not v.is_instruction:
                 raise InternalError("a cached value is not an instruction")
             e.position_before(self._def_point(v))
-            self.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
+            gen.cache_insts[e.store(v, self._aug_addr(slot), 8)] = slot.level
         # -- reverse: fill in the cache addresses
         self.frame_rev = None
-        e.position_at_end(self.rentry)
+        e.position_at_end(gen.rentry)
         if fsize:
             pop = runtime_function(m, "__enzyme_py_tape_pop")
-            self.frame_rev = e.call(pop, [self.tape_rev, ConstantInt(i64, fsize)])
-        for ld, slot in self.placeholders:
+            self.frame_rev = e.call(pop, [gen.tape_rev, ConstantInt(i64, fsize)])
+        for ld, slot in gen.placeholders:
             e.position_before(ld)
             ld.set_operand(0, self._rev_addr(slot))
         # -- reverse: appended buffers are freed when the reverse sweep returns
         for lp in self.appended:
-            e.position_before(self.rret.terminator)
+            e.position_before(gen.rret.terminator)
             ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
                                align=8))
-            self.cache_insts[ld] = None
-            e.call(self._rt("__enzyme_py_cache_free"), [ld])
+            gen.cache_insts[ld] = None
+            e.call(gen._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: push the frame when returning
-        if fsize and self.exit is not None:
-            ret = self.vmap[self.exit].terminator
+        if fsize and gen.exit is not None:
+            ret = gen.vmap[gen.exit].terminator
             e.position_before(ret)
             for lp, state in self.appended_state.items():  # appended buffers' addresses
                 gs = cache.slots[(("grow", lp), None)]
-                self.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
-            reserve = self._rt("__enzyme_py_tape_reserve")
-            p = e.call(reserve, [self.tape_aug, ConstantInt(i64, fsize)])
+                gen.cache_insts[e.store(e.load(T.ptr, state, 8), self._aug_addr(gs), 8)] = None
+            reserve = gen._rt("__enzyme_py_tape_reserve")
+            p = e.call(reserve, [gen.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
-            self.cache_insts[e.call(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
+            gen.cache_insts[e.call(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
                                              ConstantInt(T.i1, 0)])] = None
         for b in self.cfg.rpo:
-            e.position_at_end(self.rpop[b])
-            e.br(self.rhead[b])
-            e.position_at_end(self.rhead[b])
-            e.br(self.rbody[b])
-        e.position_at_end(self.rentry)
-        if self.exit is None:
-            e.ret(Undef(self.out_type))
+            e.position_at_end(gen.rpop[b])
+            e.br(gen.rhead[b])
+            e.position_at_end(gen.rhead[b])
+            e.br(gen.rbody[b])
+        e.position_at_end(gen.rentry)
+        if gen.exit is None:
+            e.ret(Undef(gen.out_type))
         else:
-            e.br(self.rpop[self.exit])
+            e.br(gen.rpop[gen.exit])
         self._tag_cache_accesses()
 
     def _tag_cache_accesses(self):
@@ -300,19 +310,20 @@ class CacheEmission:
         and tape, or one loop's buffers) and are ``!noalias`` to the function's other
         levels; every other load, store and memory intrinsic of the two functions is
         ``!noalias`` to all of them (see ``Context.cache_scope``)."""
-        if not self.cache_insts:
+        gen = self.gen
+        if not gen.cache_insts:
             return
         ctx = self.ctx
-        levels = sorted(set(self.cache_insts.values()), key=lambda lp: -1 if lp is None
+        levels = sorted(set(gen.cache_insts.values()), key=lambda lp: -1 if lp is None
                         else self.loops.loops.index(lp))
-        scope = {lp: ctx.cache_scope(None if lp is None else (self, lp)) for lp in levels}
+        scope = {lp: ctx.cache_scope(None if lp is None else (self.gen, lp)) for lp in levels}
         every = [scope[lp] for lp in levels]
         others = {lp: [scope[x] for x in levels if x is not lp] for lp in levels}
-        for fn in (self.aug, self.rev):
+        for fn in (gen.aug, gen.rev):
             for blk in fn.blocks:
                 for inst in blk.instructions:
-                    if inst in self.cache_insts:
-                        lp = self.cache_insts[inst]
+                    if inst in gen.cache_insts:
+                        lp = gen.cache_insts[inst]
                         inst.set_metadata("alias.scope", scope[lp])
                         if others[lp]:
                             inst.set_metadata("noalias", ctx.noalias_with_cache(

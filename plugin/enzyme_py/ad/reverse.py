@@ -20,23 +20,30 @@ when the augmented function returns and popped on entry to the reverse one;
 calls to defined functions use the callee's augmented/reverse pair on the same
 tape, so recursion needs nothing special.
 
-This module holds the module-wide state (``Context``) and puts ``ReverseGen``
-together from its parts: the forward sweep (``augmented.py``), the reverse sweep
-(``adjoint.py``), the cache (``cache_emit.py``; its layout is ``cache.py``), and what
-they share (``reverse_common.py``).
+This module holds the module-wide state (``Context``) and ``ReverseGen``, the value
+context of one generated pair (Enzyme's GradientUtils), which runs its parts, each an
+object holding it: the forward sweep (``augmented.py``), the adjoint visitor
+(``adjoint.py``), the cache (``cache_emit.py``; its layout is ``cache.py``); helpers
+they share are in ``reverse_common.py``.
 """
 
 from __future__ import annotations
 
 from ..analysis.activity import Activity, pointer_aggregate
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
+from ..analysis.globals import shadow_constant
 from ..analysis.overwrite import Overwrite
+from ..errors import InternalError
 from ..ir import types as T
 from ..ir.attributes import Attributes, add_group
-from ..ir.instructions import Br, Phi, Ret
-from .cache import ensure_preheaders
-from .emit import Emitter
-from .errors import ADError, inst_location
+from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi, Ret,
+                               Store)
+from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
+from .cache import CacheLayout, ensure_preheaders
+from .emit import Emitter, Lazy, acc_zero, made_of_own_shadows, no_pointer_set_yet
+from .errors import ADError, inst_location, struct_return_error
+from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
+from .runtime import runtime_function
 from .rules import libm_rule, reduction_rule
 from .adjoint import AdjointSweep
 from .augmented import AugmentedForward
@@ -197,14 +204,23 @@ def unify_returns(fn):
 
 
 
-class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
+class ReverseGen:
     """The augmented forward and reverse function of one primal function for one
-    activity signature (``Context.get``): the forward sweep (``augmented.py``), the
-    reverse sweep (``adjoint.py``) and their cache (``cache_emit.py``)."""
+    activity signature (``Context.get``), and the value context the parts that build
+    them share -- Enzyme's GradientUtils: the primal's analyses (CFG, loops,
+    activity, overwrite), the map from the primal's values to the forward sweep's
+    (``vmap``) and to their shadows there (``_sh_aug``), and in the reverse sweep a
+    primal value (``primal``: recomputed or read back from the cache), a shadow
+    (``shadow``) and the adjoint slots (``_add``, ``_take``).  The parts, each an
+    object holding this context: the forward sweep (``augmented.AugmentedForward``),
+    the adjoint visitor and control-flow replay (``adjoint.AdjointSweep``) and the
+    cache emission (``cache_emit.CacheEmission``; its layout is ``cache.py``).  Rules
+    elsewhere (calls, MPI, OpenMP, custom rules) receive this object."""
 
     def __init__(self, ctx: Context, primal, kinds, ret_active, stable_args=False):
         self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
         self.stable_args = stable_args
+        self.sorted = {}   # qsort call -> its permutation (sort.py)
         self.parallel = False
         self.region_root = False   # the body of an OpenMP parallel region (openmp.py)
         m = ctx.module
@@ -248,9 +264,10 @@ class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
         self.ctx.stats["dropped"] += len(self.act.pruned)
         self.ctx.stats["locals"] += len(self.act.locals_without_shadow)
         self.e = Emitter(self.ctx.module)
-        self._build_aug()
-        self._build_rev()
-        self._finalize()
+        AugmentedForward(self).build()
+        self._open_reverse()
+        AdjointSweep(self).build()
+        CacheEmission(self).finalize()
         if self.region_root:   # the body of a parallel region: see combine.py
             combine_adjoint_adds(self.ctx.module, self.rev,
                                  lambda i: i in self.cache_insts or i in self.cache_calls)
@@ -283,3 +300,316 @@ class ReverseGen(AugmentedForward, AdjointSweep, CacheEmission):
                 i += 1
         return prim, shad, i
 
+
+    def _rt(self, name, ty=None):
+        return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
+
+    def _own_shadow(self, c) -> bool:
+        """A constant pointer that is its own shadow: null, or a pointer into no
+        writable data that holds floats or pointers and into no global with a shadow
+        global (a function, read-only or float-free data)."""
+        return isinstance(c, (ConstantNull, Undef, Poison)) or c.type.is_pointer \
+            and not _mutable_data_global(c) \
+            and shadow_constant(c, self.ctx.shadow_globals) is None
+
+    def _sh_aug(self, v, where):
+        s = self.sh_aug.get(v)
+        if s is not None:
+            return s
+        if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
+            return v.clone()
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
+        if not v.is_instruction and not isinstance(v, Argument) and self._own_shadow(v):
+            # a function, read-only or float-free global: its "shadow" is itself, no
+            # adjoint can be accumulated there
+            return v
+        if no_pointer_set_yet(v):
+            # a struct of pointers being built, no pointer field set yet: see forward.py
+            return self.vmap.get(v, v)
+        if v not in self.act.shadowed and made_of_own_shadows(v, self._own_shadow):
+            return self.vmap.get(v, v)   # vtables, functions, null + n
+        if v.type.is_pointer and v not in self.act.shadowed:
+            from ..analysis.types import carries_no_derivative
+            if carries_no_derivative(v):
+                # points at integers only (a C++ key passed by reference, kept in a
+                # std::tuple by std::map::operator[]) or at code: no adjoint is ever
+                # accumulated through it, so the primal pointer serves as its shadow
+                return self.vmap.get(v, v)
+            # Never the primal pointer: adjoints accumulated through that "shadow"
+            # would land in the program's own memory.
+            raise ADError("a pointer without a shadow (constant data: a global, an "
+                          "enzyme_const argument, or a pointer loaded from one) is mixed "
+                          "with pointers that have shadows (stored into differentiated "
+                          "memory, merged by a phi/select, or returned)",
+                          location=self.ctx.err_loc(where),
+                          hint="pass that memory with enzyme_dup and a shadow, or copy the "
+                               "constant data into a local array first")
+        if isinstance(v, Call) and v.called_function is not None and not v.type.is_pointer:
+            raise struct_return_error(self.ctx.fname(v.called_function),
+                                      self.ctx.err_loc(where))
+        raise ADError("a pointer that may carry derivatives has no shadow",
+                      location=self.ctx.err_loc(where),
+                      hint="pass the pointer with enzyme_dup and a shadow")
+
+    def _open_reverse(self):
+        """The reverse function's skeleton: its argument maps, entry block, and per
+        primal block a pop block (cache reads), a head (recomputed primal values) and
+        a body (adjoints), the return block; then the cache's and loops' state."""
+        R = self.rev
+        prim, shad, i = self._arg_maps(R)
+        self.prim_rev, self.sh_rev_args = prim, shad
+        self.tape_rev = R.args[-1]
+        self.rentry = R.append_basic_block("entry")
+        self.rpop, self.rhead, self.rbody = {}, {}, {}
+        for b in self.cfg.rpo:
+            nm = b.name or "bb"
+            self.rpop[b] = R.append_basic_block(f"rev.{nm}")
+            self.rhead[b] = R.append_basic_block(f"rev.{nm}.head")
+            self.rbody[b] = R.append_basic_block(f"rev.{nm}.body")
+        self.rret = R.append_basic_block("rev.return")
+        self.slots = {}
+        self.memo = {}
+        self.cache_insts = {}   # cache load/store -> its level (see _tag_cache_accesses)
+        self._rev_cache_setup()
+
+    # adjoint slots
+    def _slot(self, v):
+        s = self.slots.get(v)
+        if s is None:
+            s = Alloca(v.type)
+            self.rentry.insert(0, s)
+            st = Store(acc_zero(v.type), s)
+            self.rentry.append(st)
+            self.slots[v] = s
+        return s
+
+    def _take(self, v):
+        e = self.e
+        s = self._slot(v)
+        t = e.load(v.type, s)
+        e.store(acc_zero(v.type), s)
+        return t
+
+    def _add(self, v, x):
+        if v not in self.act.active or x is None:
+            return
+        e = self.e
+        s = self._slot(v)
+        t = e.load(v.type, s)
+        e.store(e.fadd(t, x), s)
+
+    # values in the reverse sweep
+    def _rev_cache_setup(self):
+        dl = self.ctx.module.datalayout
+        self.cache = CacheLayout(dl)
+        self.placeholders = []    # (load in the reverse function, Slot)
+        self.enter_points = []    # (loop, edge block): the reverse sweep enters the loop
+        self.leave_points = []    # (loop, edge block): ... and leaves it (free its buffer)
+        self.rc, self.rbuf = {}, {}
+        for lp in self.loops.loops:
+            self.rc[lp] = Alloca(T.i64)
+            self.rentry.insert(0, self.rc[lp])
+            self.rbuf[lp] = Alloca(T.ptr)
+            self.rentry.insert(0, self.rbuf[lp])
+        e = self.e
+        for inst in self.stack_shadow_src:
+            a = Alloca(inst.allocated_type, inst.count.clone() if inst.count is not None
+                       else None, align=max(inst.align or 1, 16))
+            self.rentry.insert(0, a)
+            n = dl.size_in_bytes(inst.allocated_type) * (inst.count.value
+                                                         if inst.count is not None else 1)
+            e.position_at_end(self.rentry)
+            memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+            e.call(memset, [a, ConstantInt(T.i8, 0), ConstantInt(T.i64, n),
+                            ConstantInt(T.i1, 0)])
+            self.stack_shadow[inst] = a
+
+    def _level(self, def_block, use_block):
+        """The innermost loop containing both blocks (None: the frame)."""
+        lp = self.loops.loop_of(def_block)
+        while lp is not None and use_block not in lp.blocks:
+            lp = lp.parent
+        return lp
+
+    def _cached(self, key, aug_value, ty, def_block, b, here=False):
+        """A load, in the reverse of block ``b``, of a value the forward sweep stores
+        when it computes it (``aug_value``, in ``def_block``).  The address is filled
+        in by ``_finalize``; ``here``: at the emitter's position instead of the top of
+        ``b``'s reverse."""
+        level = self._level(def_block, b)
+        mk = ("c", key, b)
+        if not here:
+            v = self.memo.get(mk)
+            if v is not None:
+                return v
+        slot = self.cache.slot(key, level, ty, aug_value)
+        ld = Load(ty, ConstantNull(T.ptr), align=8)
+        self.cache_insts[ld] = slot.level
+        if here:
+            self.e.insert(ld)
+        else:
+            self.rpop[b].append(ld)
+            self.memo[mk] = ld
+        self.placeholders.append((ld, slot))
+        return ld
+
+    def _rc(self, lp, b):
+        """The reverse sweep's iteration number of loop ``lp`` in the reverse of ``b``."""
+        k = ("rc", lp, b)
+        v = self.memo.get(k)
+        if v is None:
+            v = self.memo[k] = Load(T.i64, self.rc[lp])
+            self.rpop[b].append(v)
+        return v
+
+    def _induction(self, phi, b, base):
+        """``start + k * step`` for an induction phi of a loop containing ``b`` (k: the
+        iteration number), with ``base(start)`` mapping the start value (primal or
+        shadow); None when ``phi`` is not one."""
+        lp = self.loops.loop_of(phi.parent)
+        if lp is None or lp.header is not phi.parent or b not in lp.blocks \
+                or len(lp.latches) != 1 or lp.preheader is None or len(phi.incoming) != 2:
+            return None
+        start = phi.incoming_for(lp.preheader)
+        nxt = phi.incoming_for(lp.latches[0])
+        if start is None or nxt is None:
+            return None
+
+        def invariant(v):
+            return not (v.is_instruction and v.parent in lp.blocks)
+
+        if isinstance(nxt, BinaryOp) and nxt.opcode == "add" and nxt.operand(0) is phi \
+                and phi.type.is_int and invariant(nxt.operand(1)):
+            step = nxt.operand(1)
+            kind = "int"
+        elif isinstance(nxt, GEP) and nxt.operand(0) is phi and len(nxt.indices) == 1 \
+                and invariant(nxt.indices[0]) and not phi.type.is_vector:
+            step = nxt.indices[0]
+            kind = "gep"
+        else:
+            return None
+        k = self._rc(lp, b)
+        blk = self.rhead[b]
+        ity = step.type
+        if ity.width < 64:
+            k = blk.append(Cast("trunc", k, ity))
+        elif ity.width > 64:
+            k = blk.append(Cast("zext", k, ity))
+        off = blk.append(BinaryOp("mul", k, self.primal(step, b)))
+        s0 = base(start)
+        if kind == "int":
+            return blk.append(BinaryOp("add", s0, off))
+        return blk.append(GEP(nxt.source_type, s0, [off]))
+
+    def _cache_leaves(self, v, b, out, depth=0):
+        """The values recomputing ``v`` in the reverse of ``b`` would read from the cache
+        (stops counting at 2)."""
+        if len(out) > 1 or _is_const(v) or v.is_global or isinstance(v, Argument) \
+                or ("p", v, b) in self.memo and not isinstance(self.memo[("p", v, b)], Load):
+            return out
+        if isinstance(v, _PURE) and depth < 8:
+            for op in v.operands:
+                self._cache_leaves(op, b, out, depth + 1)
+            return out
+        if isinstance(v, Phi) and self._is_induction(v, b):
+            return out
+        if isinstance(v, Load) and self.ow.can_recompute(v):
+            return self._cache_leaves(v.operand(0), b, out, depth + 1)
+        out.add(v)
+        return out
+
+    def _is_induction(self, phi, b):
+        lp = self.loops.loop_of(phi.parent)
+        if lp is None or lp.header is not phi.parent or b not in lp.blocks \
+                or len(lp.latches) != 1 or lp.preheader is None or len(phi.incoming) != 2:
+            return False
+        nxt = phi.incoming_for(lp.latches[0])
+        return isinstance(nxt, (BinaryOp, GEP)) and nxt.num_operands > 1 \
+            and nxt.operand(0) is phi
+
+    def primal(self, v, b):
+        if _is_const(v):
+            return v.clone()
+        if v.is_global:
+            return v
+        if isinstance(v, Argument):
+            return self.prim_rev[v]
+        key = ("p", v, b)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        if isinstance(v, _PURE) and len(self._cache_leaves(v, b, set())) > 1:
+            # recomputing would read several cached values: cache this one instead
+            got = self._cached(("p", v), self.vmap[v], v.type, v.parent, b)
+            self.memo[key] = got
+            return got
+        if isinstance(v, _PURE):
+            c = v.clone({})
+            c.metadata, c.name, c.dbg_records = [], None, []
+            for u in c.operand_uses:
+                # poison lanes become zeros: the adjoint of a lane nobody uses is 0, and
+                # 0 * poison would be poison
+                c.set_operand(u.index, _defined(self.primal(u.value, b)))
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        if isinstance(v, Phi):
+            got = self._induction(v, b, lambda s: self.primal(s, b))
+            if got is not None:
+                self.memo[key] = got
+                return got
+        if isinstance(v, Load) and self.ow.can_recompute(v):
+            c = Load(v.type, self.primal(v.operand(0), b), align=v.align)
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        got = self._cached(("p", v), self.vmap[v], v.type, v.parent, b)
+        self.memo[key] = got
+        return got
+
+    def shadow(self, p, b):
+        if isinstance(p, Argument):
+            s = self.sh_rev_args.get(p)
+            if s is None:
+                raise InternalError("argument without shadow")
+            return s
+        if isinstance(p, (ConstantNull, Undef, Poison)):
+            return p.clone()
+        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals)
+        if sg is not None:
+            return sg
+        if p not in self.act.shadowed:
+            if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
+                # the primal pointer is never a shadow (see _sh_aug)
+                raise InternalError("no shadow for a pointer without one",
+                                    location=self.ctx.err_loc(p) if p.is_instruction
+                                    else f"in function '{self.ctx.fname(self.P)}'")
+            return self.primal(p, b)
+        key = ("s", p, b)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        if p in self.stack_shadow:
+            return self.stack_shadow[p]
+        if isinstance(p, Phi):
+            got = self._induction(p, b, lambda s: self.shadow(s, b))
+            if got is not None:
+                self.memo[key] = got
+                return got
+        if isinstance(p, (GEP, Cast)):
+            c = p.clone({})
+            c.metadata, c.name, c.dbg_records = [], None, []
+            c.set_operand(0, self.shadow(p.operand(0), b))
+            for u in c.operand_uses[1:]:
+                c.set_operand(u.index, self.primal(u.value, b))
+            self.rhead[b].append(c)
+            self.memo[key] = c
+            return c
+        got = self._cached(("s", p), self.sh_aug[p], T.ptr, p.parent, b)
+        self.memo[key] = got
+        return got
+
+    def _lazy_ops(self, inst, b):
+        return [Lazy((lambda v=v: self.primal(v, b)), v.type) for v in inst.operands]

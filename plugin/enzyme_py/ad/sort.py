@@ -176,7 +176,6 @@ def aug_qsort(gen, inst, A):
     e.call(_permute(module, False), [gen._sh_aug(inst.args[0], inst), n, size, perm])
     A.erase()
     gen.vmap[inst] = perm
-    gen.sorted = getattr(gen, "sorted", {})
     gen.sorted[inst] = perm
 
 
