@@ -208,11 +208,11 @@ class AdjointSweep:
         sp = gen.shadow(p, b)
         d_old = gen._take(inst) if active else zero(v.type)
         if replaces:
-            t = e.insert(AtomicRMW("xchg", sp, d_old, "monotonic", align=inst.align))
+            t = e.atomicrmw("xchg", sp, d_old, "monotonic", inst.align)
         else:
             t = e.load(v.type, sp, inst.align)
             if active:
-                e.insert(AtomicRMW("fadd", sp, d_old, "monotonic", align=inst.align))
+                e.atomicrmw("fadd", sp, d_old, "monotonic", inst.align)
         if v in act.active:
             gen._add(v, adj_v(e, t))
 

@@ -218,11 +218,11 @@ class AugmentedForward:
             args = A.args
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
-                              [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
+                           [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
                 S = e.call(gen._rt("__enzyme_py_shadow_alloc"),
-                              [written(e, None, eff.size, args, A)])
+                           [written(e, None, eff.size, args, A)])
         else:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
         gen.sh_aug[inst] = S
@@ -324,7 +324,7 @@ class AugmentedForward:
                 # posix_memalign: a shadow block, stored where the pointer goes
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
                 S = self.e.call(gen._rt("__enzyme_py_shadow_alloc"),
-                                   [A.args[eff.size[1]]])
+                                [A.args[eff.size[1]]])
                 self.e.store(S, gen._sh_aug(inst.args[eff.out], inst), 8)
                 gen.out_shadows[inst] = S
             return
@@ -361,7 +361,7 @@ class AugmentedForward:
             if ws:
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
                 gen.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
-                                          for k, size in ws]
+                                         for k, size in ws]
             if inst not in act.active:
                 return
         if not involved:

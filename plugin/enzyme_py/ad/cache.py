@@ -41,7 +41,7 @@ the outer code saw.
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import BinaryOp, Br, Cast, ICmp, Phi, Select, Switch
+from ..ir.instructions import Br, Phi, Switch
 from ..ir.values import ConstantInt
 
 __all__ = ["Slot", "CacheLayout", "ensure_preheaders", "emit_trip_bound", "appended_buffers"]
@@ -247,22 +247,22 @@ def emit_trip_bound(e, tc):
     def ext(v, signed):
         if ty.width == 64:
             return v
-        return e.insert(Cast("sext" if signed else "zext", v, i64))
+        return e.cast("sext" if signed else "zext", v, i64)
 
     if tc.pred == "ne":
         # header executions: (a - b) + 1 when the phi is compared, (a - b - 1) + 1 when
         # its increment is (both modulo 2^width: a do-while entered at the bound wraps)
-        d = e.insert(BinaryOp("sub", a, b))
+        d = e.sub(a, b)
         if tc.compared == "next":
-            d = e.insert(BinaryOp("sub", d, ConstantInt(ty, 1)))
-        return e.insert(BinaryOp("add", ext(d, False), ConstantInt(i64, 2)))
-    d = e.insert(BinaryOp("sub", ext(a, tc.signed), ext(b, tc.signed)))
+            d = e.sub(d, ConstantInt(ty, 1))
+        return e.add(ext(d, False), ConstantInt(i64, 2))
+    d = e.sub(ext(a, tc.signed), ext(b, tc.signed))
     if extra:
-        d = e.insert(BinaryOp("add", d, ConstantInt(i64, extra)))
+        d = e.add(d, ConstantInt(i64, extra))
     zero = ConstantInt(i64, 0)
-    d = e.insert(Select(e.insert(ICmp("sgt", d, zero)), d, zero))
+    d = e.select(e.icmp("sgt", d, zero), d, zero)
     step = abs(tc.step)
     if step != 1:
-        d = e.insert(BinaryOp("add", d, ConstantInt(i64, step - 1)))
-        d = e.insert(BinaryOp("udiv", d, ConstantInt(i64, step)))
-    return e.insert(BinaryOp("add", d, ConstantInt(i64, 1)))
+        d = e.add(d, ConstantInt(i64, step - 1))
+        d = e.udiv(d, ConstantInt(i64, step))
+    return e.add(d, ConstantInt(i64, 1))

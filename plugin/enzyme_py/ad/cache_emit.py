@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import InternalError
 from ..ir import types as T
-from ..ir.instructions import (Alloca, Call, GEP, Load, Phi, Store)
+from ..ir.instructions import (Alloca, Call, Load, Phi, Store)
 from ..ir.values import ConstantInt, ConstantNull, Undef, ZeroInit
 from .cache import appended_buffers, emit_trip_bound
 from .runtime import runtime_function
@@ -49,7 +49,7 @@ class CacheEmission:
             base = self.frame_aug
         else:
             rec = T.ArrayType(T.i8, self.gen.cache.size[lp])
-            base = e.insert(GEP(rec, self.abuf[lp], [self.gen.aiv[lp]]))
+            base = e.gep(rec, self.abuf[lp], [self.gen.aiv[lp]])
         return e.gep_bytes(base, slot.offset) if slot.offset else base
 
     def _rev_addr(self, slot):
@@ -60,7 +60,7 @@ class CacheEmission:
         else:
             rec = T.ArrayType(T.i8, gen.cache.size[lp])
             buf = e.load(T.ptr, gen.rbuf[lp])
-            base = e.insert(GEP(rec, buf, [e.load(T.i64, gen.rc[lp])]))
+            base = e.gep(rec, buf, [e.load(T.i64, gen.rc[lp])])
         return e.gep_bytes(base, slot.offset) if slot.offset else base
 
     def _plan_hoisted_buffers(self):
@@ -119,7 +119,7 @@ class CacheEmission:
             total = e.binop("mul", total, nb)
         if state is not None:
             base = e.call(gen._rt("__enzyme_py_cache_bump"),
-                             [state, total, self.appended_hint[lp]])
+                          [state, total, self.appended_hint[lp]])
             big = e.load(T.ptr, state, 8)
         else:
             big = e.call(gen._rt("__enzyme_py_cache_alloc"), [total])
@@ -132,8 +132,8 @@ class CacheEmission:
         off = e.binop("mul", e.binop("mul", lin, bounds[-1]), ConstantInt(i64, rec))
         if state is not None:
             off = e.binop("add", base, off)
-            return e.insert(GEP(T.i8, big, [off])), off
-        return e.insert(GEP(T.i8, big, [off]))
+            return e.gep_bytes(big, off), off
+        return e.gep_bytes(big, off)
 
     def _appended_buffer(self, lp, rec):
         """Forward: the records of this execution of ``lp`` appended to the buffer that
@@ -154,8 +154,8 @@ class CacheEmission:
         e.position_before(gen.vmap[lp.preheader].terminator)
         n = emit_trip_bound(e, _MappedCount(lp.count, gen.vmap))
         off = e.call(gen._rt("__enzyme_py_cache_bump"),
-                        [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
-        return e.insert(GEP(T.i8, e.load(T.ptr, state, 8), [off])), off
+                     [state, e.binop("mul", n, ConstantInt(i64, rec)), self.appended_hint[lp]])
+        return e.gep_bytes(e.load(T.ptr, state, 8), off), off
 
     def finalize(self):
         gen = self.gen
@@ -185,15 +185,15 @@ class CacheEmission:
             if cache.has_buffer(lp):
                 e.position_before(blk.terminator)
                 s = cache.slots[(("buf", lp), lp.parent)]
-                ld = e.insert(Load(s.ty, ConstantNull(T.ptr), align=8))
+                ld = e.load(s.ty, ConstantNull(T.ptr), 8)   # address filled in below
                 gen.cache_insts[ld] = s.level
                 gen.placeholders.append((ld, s))
                 if lp in self.appended:     # an offset in the buffer whose address
                     gs = cache.slots[(("grow", lp), None)]       # the frame keeps
-                    base = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    base = e.load(T.ptr, ConstantNull(T.ptr), 8)
                     gen.cache_insts[base] = None
                     gen.placeholders.append((base, gs))
-                    ld = e.insert(GEP(T.i8, base, [ld]))
+                    ld = e.gep_bytes(base, ld)
                 e.store(ld, gen.rbuf[lp])
         free = e.declare("free", T.void, [T.ptr])
         for lp, blk in gen.leave_points:
@@ -201,11 +201,11 @@ class CacheEmission:
                 e.position_before(blk.terminator)
                 counted = lp.count is not None and lp.count.phi.type.width <= 64
                 gen.cache_calls.add(e.call(gen._rt("__enzyme_py_cache_free") if counted
-                                            else free, [e.load(T.ptr, gen.rbuf[lp])]))
+                                           else free, [e.load(T.ptr, gen.rbuf[lp])]))
             for inner, h in self.hoist.items():
                 if h is lp and inner not in self.appended:
                     e.position_before(blk.terminator)
-                    ld = e.insert(Load(T.ptr, ConstantNull(T.ptr), align=8))
+                    ld = e.load(T.ptr, ConstantNull(T.ptr), 8)
                     bs = cache.slots[(("big", inner), h.parent)]
                     gen.cache_insts[ld] = bs.level
                     gen.placeholders.append((ld, bs))
@@ -240,7 +240,7 @@ class CacheEmission:
                 n = emit_trip_bound(e, _MappedCount(lp.count, gen.vmap))
             if n is not None:
                 buf = e.call(gen._rt("__enzyme_py_cache_alloc"),
-                                [e.binop("mul", n, ConstantInt(i64, rec))])
+                             [e.binop("mul", n, ConstantInt(i64, rec))])
                 self.abuf[lp] = buf
                 gen.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
             else:
@@ -252,7 +252,7 @@ class CacheEmission:
                 first = hdr.first_non_phi
                 e.position_before(first)
                 buf = e.call(gen._rt("__enzyme_py_cache_reserve"),
-                                [st, gen.aiv[lp], ConstantInt(i64, rec)])
+                             [st, gen.aiv[lp], ConstantInt(i64, rec)])
                 self.abuf[lp] = buf
                 gen.cache_insts[e.store(buf, self._aug_addr(bufslot), 8)] = bufslot.level
                 # stores of the header's phis go after the buffer is known
@@ -277,8 +277,7 @@ class CacheEmission:
         # -- reverse: appended buffers are freed when the reverse sweep returns
         for lp in self.appended:
             e.position_before(gen.rret.terminator)
-            ld = e.insert(Load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]),
-                               align=8))
+            ld = e.load(T.ptr, self._rev_addr(cache.slots[(("grow", lp), None)]), 8)
             gen.cache_insts[ld] = None
             e.call(gen._rt("__enzyme_py_cache_free"), [ld])
         # -- forward: push the frame when returning
@@ -292,7 +291,7 @@ class CacheEmission:
             p = e.call(reserve, [gen.tape_aug, ConstantInt(i64, fsize)])
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
             gen.cache_insts[e.call(memcpy, [p, self.frame_aug, ConstantInt(i64, fsize),
-                                             ConstantInt(T.i1, 0)])] = None
+                                            ConstantInt(T.i1, 0)])] = None
         for b in self.cfg.rpo:
             e.position_at_end(gen.rpop[b])
             e.br(gen.rhead[b])

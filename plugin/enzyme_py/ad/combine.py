@@ -34,7 +34,7 @@ from __future__ import annotations
 from ..analysis.activity import underlying_object
 from ..analysis.effects import call_effect
 from ..ir import types as T
-from ..ir.instructions import Alloca, AtomicRMW, Call, CmpXchg, GEP, Load, Ret, Store
+from ..ir.instructions import Alloca, AtomicRMW, Call, CmpXchg, Load, Ret, Store
 from ..ir.values import ConstantInt, ConstantNull
 from .emit import Emitter, loop_latch
 from .runtime import _new
@@ -49,8 +49,8 @@ def _slot_of(e, table, q):
     TABLE/3 doubles, get distinct slots)."""
     h = e.binop("and", e.binop("lshr", e.cast("ptrtoint", q, T.i64), ConstantInt(T.i64, 3)),
                 ConstantInt(T.i64, TABLE - 1))
-    slot = e.insert(GEP(_SLOT, table, [h]))
-    return slot, e.insert(GEP(_SLOT, slot, [ConstantInt(T.i32, 0), ConstantInt(T.i32, 1)]))
+    slot = e.gep(_SLOT, table, [h])
+    return slot, e.gep(_SLOT, slot, [ConstantInt(T.i32, 0), ConstantInt(T.i32, 1)])
 
 
 def _add_fn(m):
@@ -74,7 +74,7 @@ def _add_fn(m):
     e.position_at_end(miss)
     e.cbranch(e.icmp("eq", a, ConstantNull(T.ptr)), put, evict)
     e.position_at_end(evict)
-    e.insert(AtomicRMW("fadd", a, e.load(T.double, val, 8), "monotonic", align=8))
+    e.atomicrmw("fadd", a, e.load(T.double, val, 8), "monotonic", 8)
     e.br(put)
     e.position_at_end(put)
     e.store(q, slot, 8)
@@ -96,7 +96,7 @@ def _probe_fn(m):
     slot, val = _slot_of(e, table, q)
     e.cbranch(e.icmp("eq", e.load(T.ptr, slot, 8), q), hit, done)
     e.position_at_end(hit)
-    e.insert(AtomicRMW("fadd", q, e.load(T.double, val, 8), "monotonic", align=8))
+    e.atomicrmw("fadd", q, e.load(T.double, val, 8), "monotonic", 8)
     e.store(ConstantNull(T.ptr), slot, 8)
     e.br(done)
     e.position_at_end(done)
@@ -117,12 +117,12 @@ def _flush_fn(m):
     e.br(loop)
     e.position_at_end(loop)
     i = e.phi(T.i64)
-    slot = e.insert(GEP(_SLOT, table, [i]))
+    slot = e.gep(_SLOT, table, [i])
     a = e.load(T.ptr, slot, 8)
     e.cbranch(e.icmp("eq", a, ConstantNull(T.ptr)), nxt, hit)
     e.position_at_end(hit)
-    val = e.insert(GEP(_SLOT, slot, [ConstantInt(T.i32, 0), ConstantInt(T.i32, 1)]))
-    e.insert(AtomicRMW("fadd", a, e.load(T.double, val, 8), "monotonic", align=8))
+    val = e.gep(_SLOT, slot, [ConstantInt(T.i32, 0), ConstantInt(T.i32, 1)])
+    e.atomicrmw("fadd", a, e.load(T.double, val, 8), "monotonic", 8)
     e.store(ConstantNull(T.ptr), slot, 8)
     e.br(nxt)
     loop_latch(e, i, TABLE, entry, nxt, loop, done)
@@ -170,7 +170,7 @@ def combine_adjoint_adds(m, fn, private_or_cache) -> bool:
     entry = fn.blocks[0]
     first = next(i for i in entry.instructions if not isinstance(i, Alloca))
     e.position_before(first)
-    table = e.insert(Alloca(T.ArrayType(_SLOT, TABLE), align=16))
+    table = e.alloca(T.ArrayType(_SLOT, TABLE), align=16)
     memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
     e.call(memset, [table, ConstantInt(T.i8, 0), ConstantInt(T.i64, TABLE * 16),
                     ConstantInt(T.i1, 0)])

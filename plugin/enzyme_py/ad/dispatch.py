@@ -25,7 +25,7 @@ defines no candidate at all is a compile error.
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import Call, Unreachable
+from ..ir.instructions import Call
 from ..ir.values import ConstantInt
 from .errors import NoDerivativeError
 
@@ -93,7 +93,7 @@ def rule_wrapper(module, fn):
                             fn_attrs="nounwind")
     e = Emitter(module)
     e.position_at_end(w.append_basic_block("entry"))
-    r = e.insert(Call(ft, fn, list(w.args)))
+    r = e.call(fn, list(w.args))
     e.ret(None if ft.ret == T.void else r)
     return w
 
@@ -143,7 +143,7 @@ def trap(module, fnty, caller: str, inst, ncand: int):
     e.call(write, [ConstantInt(T.i32, 2), _string(module, msg),
                    ConstantInt(T.i64, len(msg.encode()))])
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()
     return fn
 
 
@@ -179,7 +179,7 @@ class Dispatched:
         target = select_target(e, fp, [(o, g.rev) for (o, _), g in zip(self.pairs, self.gens)],
                                trap(module, self.rev.function_type, self.caller, inst,
                                     len(self.pairs)))
-        return e.insert(Call(self.rev.function_type, target, call_args))
+        return e.call(target, call_args, fnty=self.rev.function_type)
 
 
 def forward_target(fgen, inst, kinds):

@@ -53,7 +53,7 @@ from __future__ import annotations
 from ..analysis.activity import floatish, underlying_object
 from ..analysis.effects import mem_intrinsic
 from ..ir import types as T
-from ..ir.instructions import Alloca, AtomicRMW, Call, Cast, GEP, Load, Store, Unreachable
+from ..ir.instructions import Alloca, Call, Cast, Load, Store
 from ..ir.module import Function
 from ..ir.values import ConstantInt
 from .errors import ADError, NoDerivativeError
@@ -153,11 +153,10 @@ def accumulate(e, p, d, align=None):
         el = ty.element
         for k in range(ty.count):
             x = e.extractelement(d, ConstantInt(T.i32, k))
-            q = e.insert(GEP(el, p, [ConstantInt(T.i64, k)]))
-            e.insert(AtomicRMW("fadd", q, x, "monotonic",
-                               align=e.module.datalayout.size_in_bytes(el)))
+            q = e.gep(el, p, [ConstantInt(T.i64, k)])
+            e.atomicrmw("fadd", q, x, "monotonic", e.module.datalayout.size_in_bytes(el))
         return
-    e.insert(AtomicRMW("fadd", p, d, "monotonic", align=align))
+    e.atomicrmw("fadd", p, d, "monotonic", align)
 
 
 def prepare(fn) -> None:
@@ -430,9 +429,9 @@ def _atomic_copy_adjoint(m, ty):
     e.cbranch(e.icmp("eq", n, ConstantInt(T.i64, 0)), exit_, loop)
     e.position_at_end(loop)
     i = e.phi(T.i64)
-    pd = e.insert(GEP(ty, dd, [i]))
-    ps = e.insert(GEP(ty, ds, [i]))
-    e.insert(AtomicRMW("fadd", ps, e.load(ty, pd), "monotonic", align=size))
+    pd = e.gep(ty, dd, [i])
+    ps = e.gep(ty, ds, [i])
+    e.atomicrmw("fadd", ps, e.load(ty, pd), "monotonic", size)
     e.store(ConstantFP(ty, 0.0), pd)
     i1 = e.binop("add", i, ConstantInt(T.i64, 1))
     e.cbranch(e.icmp("ult", i1, n), loop, exit_)
@@ -566,7 +565,7 @@ def _team_tape(gen):
     cap = e.load(T.i64, e.gep_bytes(team, 8), 8)
     e.cbranch(e.icmp("sge", tid64, cap), bad_cap, rec)
     e.position_at_end(rec)
-    e.insert(Store(nth, team, align=8, ordering="monotonic"))   # every thread, same value
+    e.store(nth, team, 8, ordering="monotonic")   # every thread, same value
     e.br(ok)
     e.position_at_end(rv)
     rec_n = e.load(T.i64, team, 8)
@@ -594,7 +593,6 @@ def _ticket_fn(gen, which):
     (reverse, before taking the lock: wait, yielding, until every section that came
     later in the forward sweep has been reversed) and ``void __enzyme_py_omp_pass(tape)``
     (reverse, after releasing it: the next earlier section may go)."""
-    from ..ir.instructions import Load as _Load
     from .emit import Emitter
     from .runtime import _new
     m = gen.ctx.module
@@ -609,18 +607,18 @@ def _ticket_fn(gen, which):
     tid = e.cast("sext", e.call(e.declare("omp_get_thread_num", T.i32, []), []), T.i64)
     off = e.binop("add", e.binop("mul", tid, ConstantInt(T.i64, _TAPE_BYTES)),
                   ConstantInt(T.i64, _HEADER - 16))
-    counter = e.insert(GEP(T.i8, fn.args[0], [e.binop("sub", ConstantInt(T.i64, 0), off)]))
+    counter = e.gep_bytes(fn.args[0], e.binop("sub", ConstantInt(T.i64, 0), off))
     if which == "ticket":
-        e.ret(e.insert(AtomicRMW("add", counter, ConstantInt(T.i64, 1), "seq_cst", align=8)))
+        e.ret(e.atomicrmw("add", counter, ConstantInt(T.i64, 1), "seq_cst", 8))
     elif which == "pass":
-        e.insert(AtomicRMW("sub", counter, ConstantInt(T.i64, 1), "seq_cst", align=8))
+        e.atomicrmw("sub", counter, ConstantInt(T.i64, 1), "seq_cst", 8)
         e.ret()
     else:
         loop, wait, done = (fn.append_basic_block(x) for x in ("loop", "wait", "done"))
         want = e.binop("add", fn.args[1], ConstantInt(T.i64, 1))
         e.br(loop)
         e.position_at_end(loop)
-        v = e.insert(_Load(T.i64, counter, align=8, ordering="seq_cst"))
+        v = e.load(T.i64, counter, 8, ordering="seq_cst")
         e.cbranch(e.icmp("eq", v, want), done, wait)
         e.position_at_end(wait)
         e.call(e.declare("sched_yield", T.i32, []), [])
@@ -636,7 +634,7 @@ def _fail(m, e, msg):
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
     e.call(write, [ConstantInt(T.i32, 2), s, ConstantInt(T.i64, len(msg.encode()))])
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()
 
 
 # ------------------------------------------------------------------ forward mode

@@ -36,6 +36,7 @@ from ..analysis.overwrite import Overwrite
 from ..errors import InternalError
 from ..ir import types as T
 from ..ir.attributes import Attributes, add_group
+from ..ir.builder import IRBuilder
 from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi, Ret,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
@@ -491,17 +492,17 @@ class ReverseGen:
         else:
             return None
         k = self._rc(lp, b)
-        blk = self.rhead[b]
+        h = IRBuilder(self.rhead[b])   # recomputed values go to the head of b's reverse
         ity = step.type
         if ity.width < 64:
-            k = blk.append(Cast("trunc", k, ity))
+            k = h.trunc(k, ity)
         elif ity.width > 64:
-            k = blk.append(Cast("zext", k, ity))
-        off = blk.append(BinaryOp("mul", k, self.primal(step, b)))
+            k = h.zext(k, ity)
+        off = h.mul(k, self.primal(step, b))
         s0 = base(start)
         if kind == "int":
-            return blk.append(BinaryOp("add", s0, off))
-        return blk.append(GEP(nxt.source_type, s0, [off]))
+            return h.add(s0, off)
+        return h.gep(nxt.source_type, s0, [off])
 
     def _cache_leaves(self, v, b, out, depth=0):
         """The values recomputing ``v`` in the reverse of ``b`` would read from the cache

@@ -166,11 +166,10 @@ LIBM = {
 def _splat(e, s, like):
     """A vector of ``like``'s type with every lane ``s``."""
     from ..ir import types as T
-    from ..ir.instructions import ShuffleVector
     from ..ir.values import Poison, ZeroInit
     ty = like.type
     v = e.insertelement(Poison(ty), s, ConstantInt(T.i32, 0))
-    return e.insert(ShuffleVector(v, Poison(ty), ZeroInit(T.VectorType(T.i32, ty.count))))
+    return e.shufflevector(v, Poison(ty), ZeroInit(T.VectorType(T.i32, ty.count)))
 
 
 def _arg_lane(e, vec, r):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.attributes import resolved
-from ..ir.instructions import Br, Call, Invoke, LandingPad, Ret, Unreachable
+from ..ir.instructions import Br, Call, Invoke
 from ..ir.values import ConstantInt, ConstantNull
 
 __all__ = ["strip_invokes", "may_unwind", "guarded", "personality_of"]
@@ -119,7 +119,7 @@ def _unwound(module):
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
     e.call(write, [ConstantInt(T.i32, 2), fn.args[0], fn.args[1]])
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()
     return fn
 
 
@@ -143,20 +143,18 @@ def guarded(module, fn, what: str):
     e = Emitter(module)
     entry, ok, lp = (g.append_basic_block(n) for n in ("entry", "ok", "lp"))
     e.position_at_end(entry)
-    inv = Invoke(fn.function_type, fn, list(g.args), ok, lp)
-    e.insert(inv)
+    inv = e.invoke(fn, list(g.args), ok, lp)
     e.position_at_end(ok)
-    e.insert(Ret() if fn.return_type.is_void else Ret(inv))
+    e.ret(None if fn.return_type.is_void else inv)
     e.position_at_end(lp)
-    e.insert(LandingPad(T.StructType([T.ptr, T.i32]), clauses=[("catch",
-                                                                ConstantNull(T.ptr))]))
+    e.landingpad(T.StructType([T.ptr, T.i32]), clauses=[("catch", ConstantNull(T.ptr))])
     msg = (f"enzyme: an exception was thrown inside the derivative of '{what}'; derivative "
            "code cannot unwind (the derivative of a run that throws is not defined): "
            "aborting\n")
     data = msg.encode()
     e.call(_unwound(module), [_string(module, msg), ConstantInt(T.i64, len(data))],
            fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()
     return g
 
 

@@ -308,8 +308,9 @@ class IRBuilder:
     def va_arg(self, valist, ty, name=None):
         return self.insert(I.VAArg(self.resolve(valist), ty, name))
 
-    def landingpad(self, ty, cleanup=False, name=None):
-        return self.insert(I.LandingPad(ty, cleanup, (), name))
+    def landingpad(self, ty, cleanup=False, name=None, clauses=()):
+        """``clauses``: ``(kind, value)`` pairs, kind ``"catch"`` or ``"filter"``."""
+        return self.insert(I.LandingPad(ty, cleanup, tuple(clauses), name))
 
     # -- terminators ------------------------------------------------------------------------
     def ret(self, value=None):
