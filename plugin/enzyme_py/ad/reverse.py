@@ -34,6 +34,7 @@ from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.globals import shadow_constant
 from ..analysis.overwrite import Overwrite
 from ..errors import InternalError
+from ..ir import metadata as md
 from ..ir import types as T
 from ..ir.attributes import Attributes, add_group
 from ..ir.builder import IRBuilder
@@ -72,6 +73,7 @@ class Context:
         self.shadow_globals: dict = {}  # global -> its shadow global (analysis/globals.py)
         self.returns_unified: set = set()  # functions unify_returns has made single-exit
         self.strong_zero = False  # -fenzyme-strong-zero: see rules.contribution
+        self._cache_scopes = None   # cache_scope: key -> its scope list; made on first use
 
     def attrs_for(self, fn) -> str:
         """An attribute group like ``fn``'s (target-cpu/features...) minus the
@@ -125,20 +127,16 @@ class Context:
         the function's other parts, so LLVM may keep cached values and shadow pointers
         in registers across shadow stores, promote a record slot written in an inner
         loop out of it, and vectorise the loops."""
-        scopes = getattr(self, "_cache_scopes", None)
-        if scopes is None:
-            scopes = self._cache_scopes = {}
-            self._noalias_lists = {}
-            md = self.module.metadata
-            dom = self._cache_dom = self.module.add_metadata("!{}")
-            md[dom[1:]] = f'distinct !{{{dom}, !"enzyme_py.cache"}}'
+        if self._cache_scopes is None:
+            self._cache_scopes, self._noalias_lists = {}, {}
+            self._cache_dom = md.add_self_referencing(self.module,
+                                                      md.MDString("enzyme_py.cache"))
+        scopes = self._cache_scopes
         ref = scopes.get(key)
         if ref is None:
-            md = self.module.metadata
-            scope = self.module.add_metadata("!{}")
             name = "enzyme_py.cache" if key is None else f"enzyme_py.cache.loop{len(scopes)}"
-            md[scope[1:]] = f'distinct !{{{scope}, {self._cache_dom}, !"{name}"}}'
-            ref = scopes[key] = self.module.add_metadata(f"!{{{scope}}}")
+            scope = md.add_self_referencing(self.module, self._cache_dom, md.MDString(name))
+            ref = scopes[key] = str(md.add(self.module, md.MDNode((scope,))))
         return ref
 
     def noalias_with_cache(self, existing, refs) -> str:
@@ -147,21 +145,18 @@ class Context:
         key = (existing, tuple(refs))
         got = self._noalias_lists.get(key)
         if got is None:
-            import re
-            scopes = [self.module.metadata[r[1:]].strip()[2:-1] for r in refs]
+            scopes = [op for r in refs for op in md.node(self.module, r).operands]
             if existing is None:
                 items = []
             else:
-                text = self.module.metadata.get(existing[1:], "") \
-                    if existing.startswith("!") else ""
-                m = re.fullmatch(r"\s*!\{(.*)\}\s*", text)
-                if m is None:
+                old = md.node(self.module, existing)
+                if not isinstance(old, md.MDNode) or old.distinct:
                     return existing  # not a plain list: leave it as it is
-                items = [x.strip() for x in m.group(1).split(",") if x.strip()]
+                items = list(old.operands)
             if not items and len(refs) == 1:
                 got = refs[0]
             else:
-                got = self.module.add_metadata("!{" + ", ".join(items + scopes) + "}")
+                got = str(md.add(self.module, md.MDNode(tuple(items + scopes))))
             self._noalias_lists[key] = got
         return got
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 
+from ..ir import metadata as md
 from ..ir.attributes import Attributes
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
@@ -60,15 +61,15 @@ def scalar_kinds(ty, out: set) -> set:
 
 
 def _md(module, ref):
-    if module is None or not ref or not ref.startswith("!"):
-        return None
-    return module.metadata.get(ref[1:])
+    """The generic metadata node ``ref`` names (an ``MDNode``), or None."""
+    n = md.node(module, ref)
+    return n if isinstance(n, md.MDNode) else None
 
 
 def _tbaa_name(module, type_ref):
-    text = _md(module, type_ref)
-    m = re.match(r'\s*!\{!"([^"]*)"', text or "")
-    return m.group(1) if m else None
+    n = _md(module, type_ref)
+    first = n.operands[0] if n is not None and n.operands else None
+    return first.value if isinstance(first, md.MDString) else None
 
 
 def _kind_of_tbaa_type(name):
@@ -93,23 +94,22 @@ def tbaa_kind(inst, module=None):
 
 
 def _tbaa_struct_kinds(inst, module, out):
-    text = _md(module, inst.get_metadata("tbaa.struct"))
-    if not text:
+    n = _md(module, inst.get_metadata("tbaa.struct"))
+    if n is None:
         return
-    for ref in re.findall(r"!(\d+)", text):
-        k = tbaa_kind_of_tag(module, "!" + ref)
+    for ref in n.refs():
+        k = tbaa_kind_of_tag(module, md.MDRef(ref))
         if k is not None:
             out.add(k)
 
 
 def tbaa_kind_of_tag(module, ref):
+    """The scalar kind of a TBAA access tag ``!{base type, access type, offset}``: the
+    access type's name ('double', 'int', 'ptr'...), or None."""
     tag = _md(module, ref)
-    if tag is None:
+    if tag is None or len(tag.operands) < 2 or not isinstance(tag.operands[1], md.MDRef):
         return None
-    parts = [p.strip() for p in tag.strip()[2:-1].split(",")]
-    if len(parts) >= 2 and parts[1].startswith("!"):
-        return _kind_of_tbaa_type(_tbaa_name(module, parts[1]))
-    return None
+    return _kind_of_tbaa_type(_tbaa_name(module, tag.operands[1]))
 
 
 def _roots(p, limit=32):
@@ -329,18 +329,26 @@ def tbaa_struct_fields(inst, nbytes, most=64, pointers=False):
     gives them; None without the metadata, when it does not cover ``nbytes`` whole, or
     a field's type is not known (or, unless ``pointers``, is a pointer)."""
     module = inst.module
-    text = _md(module, inst.get_metadata("tbaa.struct"))
-    if not text:
+    n = _md(module, inst.get_metadata("tbaa.struct"))
+    if n is None:
         return None
-    items = re.findall(r"i64 (\d+), i64 (\d+), !(\d+)", text)
+    ops = n.operands
+    if len(ops) % 3:
+        return None
+    items = []   # clang's triples: i64 offset, i64 size, !tag
+    for i in range(0, len(ops) - 2, 3):
+        off, size, ref = ops[i:i + 3]
+        if not (isinstance(off, md.MDValue) and isinstance(size, md.MDValue)
+                and isinstance(ref, md.MDRef) and off.value.isdigit() and size.value.isdigit()):
+            return None
+        items.append((int(off.value), int(size.value), ref))
     runs: list = []
     end = 0
     for off, size, ref in items:
-        off, size = int(off), int(size)
         if off < end or off + size > nbytes:
             return None
         end = off + size
-        k = tbaa_kind_of_tag(module, "!" + ref)
+        k = tbaa_kind_of_tag(module, ref)
         if k is None or k == "ptr" and not pointers or k == "float-other":
             return None
         if k not in ("double", "float"):

@@ -13,6 +13,7 @@ import re
 
 from . import types as T
 from .instructions import Instruction, Phi
+from .metadata import MDSpecialized
 from .values import Argument, Constant, IRError, Value
 
 __all__ = ["BasicBlock", "GlobalValue", "Function", "GlobalVariable", "GlobalAlias",
@@ -414,8 +415,6 @@ class GlobalIFunc(GlobalAlias):
     keyword = "ifunc"
 
 
-_DI_FIELD = re.compile(r"\b(line|column|scope|file|filename|directory|inlinedAt): "
-                       r"(\d+|![0-9]+|\"(?:[^\"\\]|\\.)*\")")
 
 
 class Module:
@@ -548,8 +547,9 @@ class Module:
     def _md_fields(self, ref: str) -> dict:
         if ref in self._dbg_cache:
             return self._dbg_cache[ref]
-        text = self.metadata.get(ref[1:], "") if ref.startswith("!") else ref
-        fields = {k: v for k, v in _DI_FIELD.findall(text)}
+        numbered = ref.startswith("!") and ref[1:].isdigit()
+        node = MDSpecialized.parse(self.metadata.get(ref[1:], "") if numbered else ref)
+        fields = dict(node.fields) if node is not None else {}
         self._dbg_cache[ref] = fields
         return fields
 
