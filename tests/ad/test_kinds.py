@@ -42,6 +42,26 @@ def test_every_instruction_kind_is_classified(cls):
     assert len(reason) > 10
 
 
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_both_generators_visit_exactly_the_kinds_with_a_rule(mode):
+    """The generators are driven by the registry: every kind ``kinds.INSTRUCTIONS``
+    gives a rule has a visitor in the adjoint visitor (reverse) and the tangent visitor
+    (forward), and no kind without a rule has one (but the no-op for an invoke that
+    forward mode meets uninvolved), so a rule cannot be added in one place only."""
+    from enzyme_py.ad.adjoint import ADJOINT
+    from enzyme_py.ad.forward import TANGENT
+    table = ADJOINT if mode == "reverse" else TANGENT
+    with_rule = {c for c, (status, _) in kinds.INSTRUCTIONS.items() if status == kinds.RULE}
+    for cls in with_rule:
+        assert kinds.visitor(table, object.__new__(cls)) is not None, cls.__name__
+    extra = {c for c in table if c not in with_rule} - {I.Invoke}
+    assert not extra, sorted(c.__name__ for c in extra)
+    # classes of the model without an entry of their own find their base class's
+    for cls in _all_instruction_classes():
+        if kinds.INSTRUCTIONS[cls][0] == kinds.RULE:
+            assert kinds.visitor(table, object.__new__(cls)) is not None
+
+
 def test_every_binary_opcode_is_classified():
     assert set(kinds.BINARY_OPCODES) == set(I.BINARY_OPS)
     for op, status in kinds.BINARY_OPCODES.items():

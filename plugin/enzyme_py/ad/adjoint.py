@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..analysis.activity import floatish
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
-                               ExtractValue, Freeze, InsertElement, InsertValue, Load, Phi,
-                               Ret, Select, ShuffleVector, Store, Switch, UnaryOp, Unreachable)
+                               ExtractValue, Freeze, GEP, InsertElement, InsertValue, Load, Phi,
+                               Ret, Select, ShuffleVector, Store, Switch, UnaryOp)
 from ..ir.values import ConstantInt, Undef, Value
 from . import mpi
 from .dispatch import Dispatched
@@ -19,6 +19,7 @@ from .sort import rev_qsort
 from .emit import Lazy, zero
 from .errors import NoDerivativeError
 from . import openmp
+from .kinds import visitor as _visitor
 from .libc import copy_adjoint, memset0
 from .rules import ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule
 from .reverse_common import (_effect_kind, _is_const, _mem_intrinsic)
@@ -91,108 +92,160 @@ class AdjointSweep:
                     e.store(e.load(ty, fin), e.load(T.ptr, addr), inst.align)
 
     def _rev_inst(self, inst, b):
-        gen = self.gen
-        act, e = self.act, self.e
-        active = inst in act.active
-        if isinstance(inst, Phi):
-            if active:
-                self.dphi[inst] = gen._take(inst)
-            return
-        if isinstance(inst, Ret):
-            v = inst.value
-            if gen.ret_active and v is not None and v in act.active:
-                gen._add(v, self.dret)
-            return
-        if isinstance(inst, (Br, Switch, Unreachable)):
-            return
-        if isinstance(inst, Store):
-            v, p = inst.operand(0), inst.operand(1)
-            if p in act.shadowed and floatish(v.type):
-                sp = gen.shadow(p, b)
-                t = e.load(v.type, sp, inst.align)
-                e.store(zero(v.type), sp, inst.align)
-                if v in act.active:
-                    gen._add(v, t)
-            if inst in self.ow.restores:
-                self._rev_restore(inst, b)
-            return
-        if isinstance(inst, Load):
-            if active:
-                d = gen._take(inst)
-                sp = gen.shadow(inst.operand(0), b)
-                if gen.parallel and not openmp.is_private(inst.operand(0)):
-                    openmp.accumulate(e, sp, d, inst.align)   # other threads add there too
-                    return
-                t = e.load(inst.type, sp, inst.align)
-                e.store(e.fadd(t, d), sp, inst.align)
-            return
-        if isinstance(inst, Alloca):
-            if inst in act.shadowed and inst not in gen.stack_shadow:
-                e.call(gen._rt("__enzyme_py_shadow_free"), [gen.shadow(inst, b)])
-            return
-        if isinstance(inst, Call):
-            self._rev_call(inst, b)
-            return
-        if isinstance(inst, AtomicRMW):
-            self._rev_atomic(inst, b, active)
-            return
-        if not active:
-            return
-        d = gen._take(inst)
-        ops = inst.operands
-        if isinstance(inst, BinaryOp):
-            rule = BINARY.get(inst.opcode)
-            if rule is None:
-                raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
-                                        location=self.ctx.err_loc(inst))
-            x = gen._lazy_ops(inst, b)
-            r = Lazy(lambda: gen.primal(inst, b), inst.type)
-            for k, op in enumerate(ops):
-                if op in act.active:
-                    gen._add(op, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
-        elif isinstance(inst, UnaryOp):
-            rule = UNARY[inst.opcode]
-            gen._add(ops[0], rule[0](e, gen._lazy_ops(inst, b), None, d))
-        elif isinstance(inst, Cast):
-            src = ops[0]
-            if src in act.active:
-                if inst.opcode in ("fpext", "fptrunc"):
-                    back = "fptrunc" if inst.opcode == "fpext" else "fpext"
-                    gen._add(src, e.cast(back, d, src.type))
-                elif inst.opcode == "bitcast" and floatish(src.type):
-                    gen._add(src, e.cast("bitcast", d, src.type))
-                else:
-                    raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
-                                            "active value", location=self.ctx.err_loc(inst))
-        elif isinstance(inst, Select):
-            c = gen.primal(ops[0], b)
-            z = zero(inst.type)
-            if ops[1] in act.active:
-                gen._add(ops[1], e.select(c, d, z))
-            if ops[2] in act.active:
-                gen._add(ops[2], e.select(c, zero(inst.type), d))
-        elif isinstance(inst, ExtractValue):
-            gen._add(ops[0], e.insertvalue(zero(ops[0].type), d, inst.indices))
-        elif isinstance(inst, InsertValue):
-            if ops[1] in act.active:
-                gen._add(ops[1], e.extractvalue(d, inst.indices))
-            if ops[0] in act.active:
-                gen._add(ops[0], e.insertvalue(d, zero(ops[1].type), inst.indices))
-        elif isinstance(inst, ExtractElement):
-            gen._add(ops[0], e.insertelement(zero(ops[0].type), d, gen.primal(ops[1], b)))
-        elif isinstance(inst, InsertElement):
-            idx = gen.primal(ops[2], b)
-            if ops[1] in act.active:
-                gen._add(ops[1], e.extractelement(d, idx))
-            if ops[0] in act.active:
-                gen._add(ops[0], e.insertelement(d, zero(ops[1].type), idx))
-        elif isinstance(inst, ShuffleVector):
-            self._rev_shuffle(inst, d)
-        elif isinstance(inst, Freeze):
-            gen._add(ops[0], d)
-        else:
+        """The adjoint of ``inst``, by the visitor its kind has in ``ADJOINT`` (the kinds
+        ``kinds.INSTRUCTIONS`` gives a rule).  A kind without one emits nothing: it is
+        inactive, or ``kinds.check`` already refused it where it touches derivatives."""
+        visit = _visitor(ADJOINT, inst)
+        if visit is not None:
+            visit(self, inst, b)
+        elif inst in self.act.active:
             raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
                                     location=self.ctx.err_loc(inst))
+
+    def _visit_phi(self, inst, b):
+        if inst in self.act.active:
+            self.dphi[inst] = self.gen._take(inst)
+
+    def _visit_ret(self, inst, b):
+        v = inst.value
+        if self.gen.ret_active and v is not None and v in self.act.active:
+            self.gen._add(v, self.dret)
+
+    def _visit_control(self, inst, b):
+        """Branches: replayed by ``_rev_terminator`` when the block's reverse is done."""
+
+    def _visit_store(self, inst, b):
+        gen, e = self.gen, self.e
+        v, p = inst.operand(0), inst.operand(1)
+        if p in self.act.shadowed and floatish(v.type):
+            sp = gen.shadow(p, b)
+            t = e.load(v.type, sp, inst.align)
+            e.store(zero(v.type), sp, inst.align)
+            if v in self.act.active:
+                gen._add(v, t)
+        if inst in self.ow.restores:
+            self._rev_restore(inst, b)
+
+    def _visit_load(self, inst, b):
+        gen, e = self.gen, self.e
+        if inst not in self.act.active:
+            return
+        d = gen._take(inst)
+        sp = gen.shadow(inst.operand(0), b)
+        if gen.parallel and not openmp.is_private(inst.operand(0)):
+            openmp.accumulate(e, sp, d, inst.align)   # other threads add there too
+            return
+        t = e.load(inst.type, sp, inst.align)
+        e.store(e.fadd(t, d), sp, inst.align)
+
+    def _visit_alloca(self, inst, b):
+        gen = self.gen
+        if inst in self.act.shadowed and inst not in gen.stack_shadow:
+            self.e.call(gen._rt("__enzyme_py_shadow_free"), [gen.shadow(inst, b)])
+
+    def _visit_call(self, inst, b):
+        self._rev_call(inst, b)
+
+    def _visit_atomic(self, inst, b):
+        self._rev_atomic(inst, b, inst in self.act.active)
+
+    def _visit_pointer(self, inst, b):
+        """A GEP (or a pointer cast): no adjoint; its shadow is made where a shadow is
+        needed (``ReverseGen.shadow``)."""
+
+    # the value instructions: the adjoint ``d`` of an active result goes to the operands
+    def _active(self, inst):
+        """The adjoint of ``inst``'s result, taken from its slot; None when inactive."""
+        return self.gen._take(inst) if inst in self.act.active else None
+
+    def _visit_binary(self, inst, b):
+        d = self._active(inst)
+        if d is None:
+            return
+        gen, e = self.gen, self.e
+        rule = (BINARY if isinstance(inst, BinaryOp) else UNARY).get(inst.opcode)
+        if rule is None:
+            raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                    location=self.ctx.err_loc(inst))
+        x = gen._lazy_ops(inst, b)
+        if isinstance(inst, UnaryOp):
+            gen._add(inst.operand(0), rule[0](e, x, None, d))
+            return
+        r = Lazy(lambda: gen.primal(inst, b), inst.type)
+        for k, op in enumerate(inst.operands):
+            if op in self.act.active:
+                gen._add(op, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
+
+    def _visit_cast(self, inst, b):
+        d = self._active(inst)
+        if d is None:
+            return
+        src = inst.operand(0)
+        if src not in self.act.active:
+            return
+        if inst.opcode in ("fpext", "fptrunc"):
+            back = "fptrunc" if inst.opcode == "fpext" else "fpext"
+            self.gen._add(src, self.e.cast(back, d, src.type))
+        elif inst.opcode == "bitcast" and floatish(src.type):
+            self.gen._add(src, self.e.cast("bitcast", d, src.type))
+        else:
+            raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
+                                    "active value", location=self.ctx.err_loc(inst))
+
+    def _visit_select(self, inst, b):
+        d = self._active(inst)
+        if d is None:
+            return
+        gen, e, ops = self.gen, self.e, inst.operands
+        c = gen.primal(ops[0], b)
+        z = zero(inst.type)
+        if ops[1] in self.act.active:
+            gen._add(ops[1], e.select(c, d, z))
+        if ops[2] in self.act.active:
+            gen._add(ops[2], e.select(c, zero(inst.type), d))
+
+    def _visit_extractvalue(self, inst, b):
+        d = self._active(inst)
+        if d is not None:
+            ops = inst.operands
+            self.gen._add(ops[0], self.e.insertvalue(zero(ops[0].type), d, inst.indices))
+
+    def _visit_insertvalue(self, inst, b):
+        d = self._active(inst)
+        if d is None:
+            return
+        gen, e, ops = self.gen, self.e, inst.operands
+        if ops[1] in self.act.active:
+            gen._add(ops[1], e.extractvalue(d, inst.indices))
+        if ops[0] in self.act.active:
+            gen._add(ops[0], e.insertvalue(d, zero(ops[1].type), inst.indices))
+
+    def _visit_extractelement(self, inst, b):
+        d = self._active(inst)
+        if d is not None:
+            gen, ops = self.gen, inst.operands
+            gen._add(ops[0], self.e.insertelement(zero(ops[0].type), d, gen.primal(ops[1], b)))
+
+    def _visit_insertelement(self, inst, b):
+        d = self._active(inst)
+        if d is None:
+            return
+        gen, e, ops = self.gen, self.e, inst.operands
+        idx = gen.primal(ops[2], b)
+        if ops[1] in self.act.active:
+            gen._add(ops[1], e.extractelement(d, idx))
+        if ops[0] in self.act.active:
+            gen._add(ops[0], e.insertelement(d, zero(ops[1].type), idx))
+
+    def _visit_shufflevector(self, inst, b):
+        d = self._active(inst)
+        if d is not None:
+            self._rev_shuffle(inst, d)
+
+    def _visit_freeze(self, inst, b):
+        d = self._active(inst)
+        if d is not None:
+            self.gen._add(inst.operand(0), d)
 
     def _rev_atomic(self, inst, b, active):
         """``old = atomicrmw op p, v`` is ``old = *p; *p = *p op v`` (rules.ATOMICS):
@@ -417,4 +470,30 @@ class AdjointSweep:
                                       for k in range(1, len(preds))])
         for k, p in enumerate(preds):
             edge(blocks[k], p)
+
+
+# The adjoint visitor of each instruction kind ``kinds.INSTRUCTIONS`` gives a rule
+# (test_kinds checks that every such kind has one, here and in forward mode).
+ADJOINT = {
+    Phi: AdjointSweep._visit_phi,
+    Ret: AdjointSweep._visit_ret,
+    Br: AdjointSweep._visit_control,
+    Switch: AdjointSweep._visit_control,
+    Store: AdjointSweep._visit_store,
+    Load: AdjointSweep._visit_load,
+    Alloca: AdjointSweep._visit_alloca,
+    Call: AdjointSweep._visit_call,
+    AtomicRMW: AdjointSweep._visit_atomic,
+    GEP: AdjointSweep._visit_pointer,
+    BinaryOp: AdjointSweep._visit_binary,
+    UnaryOp: AdjointSweep._visit_binary,
+    Cast: AdjointSweep._visit_cast,
+    Select: AdjointSweep._visit_select,
+    ExtractValue: AdjointSweep._visit_extractvalue,
+    InsertValue: AdjointSweep._visit_insertvalue,
+    ExtractElement: AdjointSweep._visit_extractelement,
+    InsertElement: AdjointSweep._visit_insertelement,
+    ShuffleVector: AdjointSweep._visit_shufflevector,
+    Freeze: AdjointSweep._visit_freeze,
+}
 

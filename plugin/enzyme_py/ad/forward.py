@@ -24,13 +24,14 @@ from ..analysis.effects import call_effect
 from ..analysis.cfg import CFG
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
-                               ExtractValue, FCmp, Freeze, GEP, ICmp, InsertElement, InsertValue,
+                               ExtractValue, Freeze, GEP, InsertElement, InsertValue,
                                Invoke, Load, Phi, Ret, Select, ShuffleVector, Store, Switch,
-                               UnaryOp, Unreachable)
+                               UnaryOp)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
+from .kinds import visitor as _visitor
 from .sort import fwd_qsort
 from .emit import Emitter, copy_body, made_of_own_shadows, no_pointer_set_yet, passes_shadow, zero
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
@@ -201,122 +202,170 @@ class ForwardGen:
 
     # ------------------------------------------------------------ visitor
     def _inst(self, inst, A):
+        """The tangent (or shadow) lanes of ``inst``, whose copy is ``A``, by the visitor
+        its kind has in ``TANGENT`` (the kinds ``kinds.INSTRUCTIONS`` gives a rule); a
+        kind without one is inactive, or ``kinds.check`` refused it already."""
+        check_kind(inst, self.act, lambda: self.ctx.err_loc(inst))
+        visit = _visitor(TANGENT, inst)
+        if visit is not None:
+            visit(self, inst, A)
+        elif inst in self.act.shadowed:
+            raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
+        elif inst in self.act.active:
+            raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                    location=self.ctx.err_loc(inst))
+
+    def _visit_none(self, inst, A):
+        """Nothing to emit: branches (the copy branches as the primal does); an invoke
+        ``kinds.check`` found not involved."""
+
+    def _visit_ret(self, inst, A):
+        if not self.ret_pair:
+            return
+        e = self.e
+        e.position_before(A)
+        v = inst.value
+        agg = e.insertvalue(Undef(self.fn.return_type), A.value, [0])
+        if pointer_aggregate(v.type):
+            lanes = self.S(v, inst) if v in self.act.shadowed or v.is_constant \
+                else [ZeroInit(v.type)] * self.W   # a result without shadows
+        else:
+            lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
+        for k, x in enumerate(lanes):
+            agg = e.insertvalue(agg, x, [1 + k])
+        A.set_operand(0, agg)
+
+    def _visit_call(self, inst, A):
+        self._call(inst, A)
+
+    def _visit_phi(self, inst, A):
+        act = self.act
+        if inst in act.active or inst in act.shadowed:
+            shadow = inst in act.shadowed
+            lanes = []
+            after = A
+            for _ in range(self.W):
+                p = Phi(inst.type)
+                p.insert_after(after)
+                after = p
+                lanes.append(p)
+            (self.sh if shadow else self.tan)[inst] = lanes
+            self.pending.append((inst, lanes, shadow))
+
+    def _visit_store(self, inst, A):
+        self.e.position_before(self._next(A))
+        self._store(inst, A)
+
+    def _visit_atomic(self, inst, A):
+        self.e.position_before(self._next(A))
+        self._atomic(inst, A)
+
+    def _visit_load(self, inst, A):
         act, e = self.act, self.e
-        check_kind(inst, act, lambda: self.ctx.err_loc(inst))
-        if isinstance(inst, Invoke):
-            return   # not involved (check_kind)
-        if isinstance(inst, Ret):
-            if self.ret_pair:
-                e.position_before(A)
-                v = inst.value
-                agg = e.insertvalue(Undef(self.fn.return_type), A.value, [0])
-                if pointer_aggregate(v.type):
-                    lanes = self.S(v, inst) if v in self.act.shadowed or v.is_constant \
-                        else [ZeroInit(v.type)] * self.W   # a result without shadows
-                else:
-                    lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
-                for k, x in enumerate(lanes):
-                    agg = e.insertvalue(agg, x, [1 + k])
-                A.set_operand(0, agg)
-            return
-        if isinstance(inst, (Br, Switch, Unreachable, ICmp, FCmp)):
-            return
-        if isinstance(inst, Call):
-            self._call(inst, A)
-            return
-        if isinstance(inst, Phi):
-            if inst in act.active or inst in act.shadowed:
-                shadow = inst in act.shadowed
-                lanes = []
-                after = A
-                for _ in range(self.W):
-                    p = Phi(inst.type)
-                    p.insert_after(after)
-                    after = p
-                    lanes.append(p)
-                (self.sh if shadow else self.tan)[inst] = lanes
-                self.pending.append((inst, lanes, shadow))
-            return
         e.position_before(self._next(A))
-        if isinstance(inst, Store):
-            self._store(inst, A)
-            return
-        if isinstance(inst, AtomicRMW):
-            self._atomic(inst, A)
-            return
-        if isinstance(inst, Load):
-            p = inst.operand(0)
-            if p in act.shadowed:
-                if inst in act.shadowed or inst in act.active:
-                    lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
-                    (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
-                elif inst.type.is_int and any(isinstance(u, Store) and u.operand(0) is inst
-                                              and u.operand(1) in act.shadowed
-                                              for u in inst.users):
-                    # an integer-typed copy of memory that may hold floats: copy the shadow
-                    self.tan[inst] = [e.load(inst.type, s, inst.align)
-                                      for s in self.S(p, inst)]
-            return
-        if isinstance(inst, Alloca):
-            if inst in act.shadowed:
-                self._alloca(inst, A)
-            return
+        p = inst.operand(0)
+        if p in act.shadowed:
+            if inst in act.shadowed or inst in act.active:
+                lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
+                (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
+            elif inst.type.is_int and any(isinstance(u, Store) and u.operand(0) is inst
+                                          and u.operand(1) in act.shadowed
+                                          for u in inst.users):
+                # an integer-typed copy of memory that may hold floats: copy the shadow
+                self.tan[inst] = [e.load(inst.type, s, inst.align)
+                                  for s in self.S(p, inst)]
+
+    def _visit_alloca(self, inst, A):
+        if inst in self.act.shadowed:
+            self.e.position_before(self._next(A))
+            self._alloca(inst, A)
+
+    # value instructions: shadow lanes of a pointer result, tangent lanes of an active one
+    def _lanes(self, inst, A, shadow=None, tangent=None):
+        act = self.act
         if inst in act.shadowed:
-            if isinstance(inst, (GEP, Cast)):
-                lanes = []
-                for s in self.S(inst.operand(0), inst):
-                    c = A.clone({})
-                    c.metadata, c.name = [], None
-                    c.set_operand(0, s)
-                    lanes.append(e.insert(c))
-                self.sh[inst] = lanes
-            elif isinstance(inst, Select):
-                self.sh[inst] = [e.select(A.operand(0), x, y) for x, y in
-                                 zip(self.S(inst.operand(1), inst), self.S(inst.operand(2), inst))]
-            elif isinstance(inst, ExtractValue):
-                self.sh[inst] = [e.extractvalue(x, inst.indices)
-                                 for x in self.S(inst.operand(0), inst)]
-            elif isinstance(inst, InsertValue):
-                # a struct of pointers: shadow pointers where the primal has pointers
-                val = inst.operand(1)
-                vals = self.S(val, inst) if val.type.is_pointer or pointer_aggregate(val.type) \
-                    else [A.operand(1)] * self.W
-                self.sh[inst] = [e.insertvalue(x, y, inst.indices)
-                                 for x, y in zip(self.S(inst.operand(0), inst), vals)]
-            else:
+            if shadow is None:
                 raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
-            return
-        if inst not in act.active:
-            return
-        ops = inst.operands
-        if isinstance(inst, (BinaryOp, UnaryOp)):
+            self.e.position_before(self._next(A))
+            self.sh[inst] = shadow(inst, A)
+        elif inst in act.active:
+            if tangent is None:
+                raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
+                                        location=self.ctx.err_loc(inst))
+            self.e.position_before(self._next(A))
+            self.tan[inst] = tangent(inst, A)
+
+    def _shadow_clone(self, inst, A):
+        """A GEP or cast on each shadow of its pointer operand."""
+        lanes = []
+        for s in self.S(inst.operand(0), inst):
+            c = A.clone({})
+            c.metadata, c.name = [], None
+            c.set_operand(0, s)
+            lanes.append(self.e.insert(c))
+        return lanes
+
+    def _visit_gep(self, inst, A):
+        self._lanes(inst, A, shadow=self._shadow_clone)
+
+    def _visit_cast(self, inst, A):
+        def tangent(inst, A):
+            src = inst.operand(0)
+            if inst.opcode in ("fpext", "fptrunc", "bitcast") and floatish(src.type):
+                return [self.e.cast(inst.opcode, t, inst.type) for t in self.T(src)]
+            raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
+                                    "active value", location=self.ctx.err_loc(inst))
+        self._lanes(inst, A, self._shadow_clone, tangent)
+
+    def _visit_select(self, inst, A):
+        e = self.e
+        self._lanes(inst, A,
+                    lambda inst, A: [e.select(A.operand(0), x, y) for x, y in
+                                     zip(self.S(inst.operand(1), inst),
+                                         self.S(inst.operand(2), inst))],
+                    lambda inst, A: [e.select(A.operand(0), x, y) for x, y in
+                                     zip(self.T(inst.operand(1)), self.T(inst.operand(2)))])
+
+    def _visit_extractvalue(self, inst, A):
+        self._lanes(inst, A,
+                    lambda inst, A: [self.e.extractvalue(x, inst.indices)
+                                     for x in self.S(inst.operand(0), inst)],
+                    self._data_lanes)
+
+    def _visit_insertvalue(self, inst, A):
+        def shadow(inst, A):
+            # a struct of pointers: shadow pointers where the primal has pointers
+            val = inst.operand(1)
+            vals = self.S(val, inst) if val.type.is_pointer or pointer_aggregate(val.type) \
+                else [A.operand(1)] * self.W
+            return [self.e.insertvalue(x, y, inst.indices)
+                    for x, y in zip(self.S(inst.operand(0), inst), vals)]
+        self._lanes(inst, A, shadow, self._data_lanes)
+
+    def _visit_data(self, inst, A):
+        """Lane and field moves (vector elements, shuffles, freeze): the same move on
+        the tangents."""
+        self._lanes(inst, A, tangent=self._data_lanes)
+
+    def _data_lanes(self, inst, A):
+        ops, lanes = inst.operands, []
+        for k in range(self.W):
+            c = A.clone({})
+            c.metadata, c.name = [], None
+            for j in _DATA_OPS[type(inst)]:
+                c.set_operand(j, self.T(ops[j])[k])
+            lanes.append(self.e.insert(c))
+        return lanes
+
+    def _visit_arith(self, inst, A):
+        def tangent(inst, A):
+            ops = inst.operands
             rule = (BINARY if isinstance(inst, BinaryOp) else UNARY).get(inst.opcode)
             if rule is None:
                 raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
                                         location=self.ctx.err_loc(inst))
-            self.tan[inst] = self._apply(rule, inst, [self.P_(o) for o in ops], A, ops)
-        elif isinstance(inst, Cast):
-            if inst.opcode in ("fpext", "fptrunc", "bitcast") and floatish(ops[0].type):
-                self.tan[inst] = [e.cast(inst.opcode, t, inst.type) for t in self.T(ops[0])]
-            else:
-                raise NoDerivativeError(f"no derivative rule for cast '{inst.opcode}' of an "
-                                        "active value", location=self.ctx.err_loc(inst))
-        elif isinstance(inst, Select):
-            self.tan[inst] = [e.select(A.operand(0), x, y)
-                              for x, y in zip(self.T(ops[1]), self.T(ops[2]))]
-        elif type(inst) in _DATA_OPS:
-            data = _DATA_OPS[type(inst)]
-            lanes = []
-            for k in range(self.W):
-                c = A.clone({})
-                c.metadata, c.name = [], None
-                for j in data:
-                    c.set_operand(j, self.T(ops[j])[k])
-                lanes.append(e.insert(c))
-            self.tan[inst] = lanes
-        else:
-            raise NoDerivativeError(f"no derivative rule for '{inst.opcode}'",
-                                    location=self.ctx.err_loc(inst))
+            return self._apply(rule, inst, [self.P_(o) for o in ops], A, ops)
+        self._lanes(inst, A, tangent=tangent)
 
     def _apply(self, rule, inst, x, r, ops):
         """Each lane's tangent from an adjoint table entry (rules.tangent)."""
@@ -626,3 +675,30 @@ def _vtable_like(v) -> bool:
             continue
         work.extend(c.operands)
     return not work
+
+
+# The tangent visitor of each instruction kind ``kinds.INSTRUCTIONS`` gives a rule
+# (test_kinds checks that every such kind has one, here and in reverse mode).
+TANGENT = {
+    Invoke: ForwardGen._visit_none,
+    Ret: ForwardGen._visit_ret,
+    Br: ForwardGen._visit_none,
+    Switch: ForwardGen._visit_none,
+    Call: ForwardGen._visit_call,
+    Phi: ForwardGen._visit_phi,
+    Store: ForwardGen._visit_store,
+    AtomicRMW: ForwardGen._visit_atomic,
+    Load: ForwardGen._visit_load,
+    Alloca: ForwardGen._visit_alloca,
+    GEP: ForwardGen._visit_gep,
+    Cast: ForwardGen._visit_cast,
+    Select: ForwardGen._visit_select,
+    ExtractValue: ForwardGen._visit_extractvalue,
+    InsertValue: ForwardGen._visit_insertvalue,
+    ExtractElement: ForwardGen._visit_data,
+    InsertElement: ForwardGen._visit_data,
+    ShuffleVector: ForwardGen._visit_data,
+    Freeze: ForwardGen._visit_data,
+    BinaryOp: ForwardGen._visit_arith,
+    UnaryOp: ForwardGen._visit_arith,
+}

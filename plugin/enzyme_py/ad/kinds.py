@@ -102,6 +102,15 @@ ATOMIC_OPERATIONS = {
 }
 
 
+def visitor(table, inst):
+    """A generator's entry in ``table`` (instruction kind -> visitor) for ``inst``'s kind
+    or the nearest base class's; None when the kind has none."""
+    for cls in type(inst).__mro__:
+        if cls in table:
+            return table[cls]
+    return None
+
+
 def _status(inst):
     for cls in type(inst).__mro__:
         got = INSTRUCTIONS.get(cls)
