@@ -1,5 +1,5 @@
 """Small caches (a helper's loop caches, allocated on every call of the helper) come
-from the thread's arena (``runtime._arena``): after the first gradient, a gradient that
+from the thread's arena (``runtime_pool._arena``): after the first gradient, a gradient that
 calls such a helper hundreds of times makes (almost) no heap call, and the derivatives
 stay right when the sweeps free out of order (split mode: two forward sweeps, then
 their reverses in the same order), when another thread runs the reverse sweep, and

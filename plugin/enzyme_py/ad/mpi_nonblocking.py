@@ -19,7 +19,7 @@ from ..ir import types as T
 from ..ir.values import ConstantInt, ConstantNull
 from .emit import Emitter
 from .libc import copy_adjoint, memset0
-from .mpi import _FLOAT_TY, _abort_with, _bytes, _elem, _helper, _resolve
+from .mpi_calls import _FLOAT_TY, _abort_with, _bytes, _elem, _helper, _resolve
 from .runtime import runtime_function
 
 __all__ = ["aug_nonblocking", "rev_nonblocking", "fwd_nonblocking", "take_record",

@@ -56,10 +56,10 @@ def transform_text(text: str, cfg: PipelineConfig) -> str:
     run the AD pass, print it back."""
     from ..ad import transform_module
     from ..ir import parse_module, print_module
-    from ..ir import parser
+    from ..ir import body_parser
 
     t0 = time.perf_counter()
-    parsed = parser.BODIES_PARSED
+    parsed = body_parser.BODIES_PARSED
     module = parse_module(text)
     defined = sum(1 for f in module.functions if not f.is_declaration)
     t1 = time.perf_counter()
@@ -69,7 +69,7 @@ def transform_text(text: str, cfg: PipelineConfig) -> str:
     t3 = time.perf_counter()
     _log(cfg, f"IR parse {t1 - t0:.3f}s, AD pass {t2 - t1:.3f}s, print {t3 - t2:.3f}s")
     # only the functions the call sites reach are parsed; the rest is printed verbatim
-    _log(cfg, f"function bodies parsed: {parser.BODIES_PARSED - parsed} "
+    _log(cfg, f"function bodies parsed: {body_parser.BODIES_PARSED - parsed} "
               f"(the linked module defines {defined} functions)")
     return out
 

@@ -209,7 +209,7 @@ class Function(GlobalValue):
 
     def materialize(self) -> None:
         if self._lazy_body is not None:
-            from .parser import parse_function_body
+            from .body_parser import parse_function_body
             parse_function_body(self)
 
     @property
