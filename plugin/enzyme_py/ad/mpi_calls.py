@@ -229,8 +229,7 @@ def _helper(module, name, ty, params, body):
 
 
 def _elem(e, ty, p, i):
-    from ..ir.instructions import GEP
-    return e.insert(GEP(ty, p, [i]))
+    return e.gep(ty, p, [i])
 
 
 def _candidates(module, ty):
@@ -325,6 +324,5 @@ def _abort_with(module, e, text):
     if stderr is None:
         stderr = module.add_global("stderr", T.ptr, linkage="external", unique=False)
     e.call(fputs, [_string(module, text), e.load(T.ptr, stderr, 8)])
-    from ..ir.instructions import Unreachable
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()

@@ -229,7 +229,6 @@ def _out_of_memory(module):
     """``__enzyme_py_out_of_memory(what, n)``: ``enzyme: out of memory <what>: <n>
     bytes`` on stderr (snprintf into a stack buffer and write(2): no allocation), then
     ``abort()``."""
-    from ..ir.instructions import Alloca, Unreachable
     from .emit import Emitter
     fn, new = _new(module, OUT_OF_MEMORY, T.void, [T.ptr, T.i64],
                    "noinline cold noreturn nounwind")
@@ -239,7 +238,7 @@ def _out_of_memory(module):
     what, n = fn.args
     e.position_at_end(fn.append_basic_block("entry"))
     size = 512
-    buf = e.insert(Alloca(T.ArrayType(T.i8, size), align=16))
+    buf = e.alloca(T.ArrayType(T.i8, size), align=16)
     snprintf = e.declare("snprintf", T.i32, [T.ptr, T.i64, T.ptr], varargs=True)
     fmt = _string(module, "enzyme: out of memory %s: %llu bytes\n")
     k = e.call(snprintf, [buf, ConstantInt(T.i64, size), fmt, what, n])
@@ -249,20 +248,19 @@ def _out_of_memory(module):
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
     e.call(write, [ConstantInt(T.i32, 2), buf, e.cast("zext", k, T.i64)])
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
-    e.insert(Unreachable())
+    e.unreachable()
     return fn
 
 
 def _check(module, e, fn, p, nbytes, what):
     """After an allocation ``p`` of ``nbytes`` in ``fn``: a null ``p`` reports ``what``
     and aborts; the emitter continues in the non-null block."""
-    from ..ir.instructions import Unreachable
     from ..ir.values import ConstantNull
     ok, oom = fn.append_basic_block("ok"), fn.append_basic_block("oom")
     e.cbranch(e.icmp("eq", p, ConstantNull(T.ptr)), oom, ok)
     e.position_at_end(oom)
     e.call(_out_of_memory(module), [_string(module, what), nbytes])
-    e.insert(Unreachable())
+    e.unreachable()
     e.position_at_end(ok)
 
 
@@ -365,8 +363,7 @@ def runtime_function(module, name, ty=None, owner=None):
         c2 = e.binop("shl", cap, ConstantInt(i64, 1))
         nc = e.select(e.icmp("ult", c2, need), need, c2)
         nc = e.select(e.icmp("ult", nc, ConstantInt(i64, 4096)), ConstantInt(i64, 4096), nc)
-        from ..ir.instructions import AtomicRMW
-        before = e.insert(AtomicRMW("umax", hint, nc, "monotonic", align=8))
+        before = e.atomicrmw("umax", hint, nc, "monotonic", 8)
         nc = e.select(e.icmp("ult", nc, before), before, nc)
         from ..ir.values import ConstantNull
         old = e.load(T.ptr, st, 8)
@@ -524,7 +521,6 @@ def _copy_adjoint(module, e, kind, ty):
     zeroed.  For ``memmove`` the regions may overlap: when the source lies above the
     destination, element i's source is the destination of a later element, whose adjoint
     must be taken first, so the walk goes down; otherwise up (``memcpy`` always up)."""
-    from ..ir.instructions import GEP
     from .emit import type_suffix
     i64 = T.i64
     fn, new = _new(module, f"__enzyme_py_{kind}_adj_{type_suffix(ty)}", T.void,
@@ -545,8 +541,8 @@ def _copy_adjoint(module, e, kind, ty):
     e.position_at_end(loop)
     i = e.phi(i64)
     k = e.phi(i64)
-    pd = e.insert(GEP(ty, dd, [i]))
-    ps = e.insert(GEP(ty, ds, [i]))
+    pd = e.gep(ty, dd, [i])
+    ps = e.gep(ty, ds, [i])
     a = e.load(ty, pd)
     e.store(ConstantFP(ty, 0.0), pd)
     b = e.load(ty, ps)

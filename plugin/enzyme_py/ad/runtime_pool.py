@@ -24,7 +24,6 @@ def _cache_pool(module, e, name, full=None, what=None):
     malloc/free of a small block (a cache of a few hundred bytes allocated per call of
     a helper was 8% of LSTM's gradient)."""
     from .emit import loop_latch
-    from ..ir.instructions import GEP, AtomicRMW, CmpXchg, ExtractValue
     from ..ir.values import ConstantNull, ZeroInit
     i64 = T.i64
     pool_ty = T.ArrayType(T.ptr, POOL_SLOTS)
@@ -49,8 +48,8 @@ def _cache_pool(module, e, name, full=None, what=None):
         e.cbranch(e.icmp("ult", n, ConstantInt(i64, POOL_MIN)), fresh, loop)
         e.position_at_end(loop)
         i = e.phi(i64)
-        slot = e.insert(GEP(pool_ty, pool, [ConstantInt(i64, 0), i]))
-        p = e.insert(AtomicRMW("xchg", slot, null, "acquire", align=8))
+        slot = e.gep(pool_ty, pool, [ConstantInt(i64, 0), i])
+        p = e.atomicrmw("xchg", slot, null, "acquire", 8)
         e.cbranch(e.icmp("eq", p, null), nxt, have)
         e.position_at_end(have)
         cap = e.load(i64, p, 8)
@@ -58,8 +57,8 @@ def _cache_pool(module, e, name, full=None, what=None):
         e.position_at_end(reuse)
         e.ret(e.gep_bytes(p, 16))
         e.position_at_end(put_back)                               # too small: back in its slot
-        r = e.insert(CmpXchg(slot, null, p, "acq_rel", "acquire", align=8))
-        done = e.insert(ExtractValue(r, [1]))
+        r = e.cmpxchg(slot, null, p, "acq_rel", "acquire", 8)
+        done = e.extractvalue(r, [1])
         drop = fn.append_basic_block("drop")
         e.cbranch(done, nxt, drop)
         e.position_at_end(drop)
@@ -92,10 +91,10 @@ def _cache_pool(module, e, name, full=None, what=None):
     e.cbranch(e.icmp("ult", capf, ConstantInt(i64, POOL_MIN)), out, loop)
     e.position_at_end(loop)
     i = e.phi(i64)
-    slot = e.insert(GEP(pool_ty, pool, [ConstantInt(i64, 0), i]))
-    r = e.insert(CmpXchg(slot, null, raw, "acq_rel", "acquire", align=8))
+    slot = e.gep(pool_ty, pool, [ConstantInt(i64, 0), i])
+    r = e.cmpxchg(slot, null, raw, "acq_rel", "acquire", 8)
     pooled = fn.append_basic_block("pooled")
-    e.cbranch(e.insert(ExtractValue(r, [1])), pooled, nxt)
+    e.cbranch(e.extractvalue(r, [1]), pooled, nxt)
     # the first block pooled registers (atexit) the function that empties the pool
     e.position_at_end(pooled)
     _register_drain(module, e, fn, done)
@@ -141,7 +140,6 @@ def _arena(module):
 def _arena_alloc(module, e, fn, n, block, fresh):
     """The arena path of ``__enzyme_py_cache_alloc`` (``n`` < ARENA_MAX), from ``block``;
     a block that does not fit goes on to ``fresh`` (malloc)."""
-    from ..ir.instructions import AtomicRMW, Load
     from ..ir.values import ConstantNull
     i64 = T.i64
     a, want = _arena(module)
@@ -151,7 +149,7 @@ def _arena_alloc(module, e, fn, n, block, fresh):
     chunk = e.load(T.ptr, a, 8)
     e.cbranch(e.icmp("eq", chunk, ConstantNull(T.ptr)), get, have)
     e.position_at_end(get)                       # a chunk from the pool (fn with n >= POOL_MIN)
-    w = e.insert(Load(i64, want, align=8, ordering="monotonic"))
+    w = e.load(i64, want, 8, ordering="monotonic")
     c = e.call(fn, [w])
     e.store(c, a, 8)
     e.store(ConstantInt(i64, 0), e.gep_bytes(a, 8), 8)
@@ -168,8 +166,7 @@ def _arena_alloc(module, e, fn, n, block, fresh):
     nt = e.binop("add", top, size)
     e.cbranch(e.icmp("ugt", nt, e.load(i64, e.gep_bytes(a, 16), 8)), over, fit)
     e.position_at_end(over)
-    e.insert(AtomicRMW("umax", want, e.binop("shl", nt, ConstantInt(i64, 1)), "monotonic",
-                       align=8))
+    e.atomicrmw("umax", want, e.binop("shl", nt, ConstantInt(i64, 1)), "monotonic", 8)
     e.br(fresh)
     e.position_at_end(fit)
     b = e.gep_bytes(ch, top)
@@ -184,14 +181,12 @@ def _arena_alloc(module, e, fn, n, block, fresh):
 def _arena_free(module, e, fn, q, block, done):
     """The arena path of ``__enzyme_py_cache_free`` (``fn``) for the block ``q``: mark it
     freed; in the thread that owns it, pop what can be popped."""
-    from ..ir.instructions import AtomicRMW
     i64 = T.i64
     a, _ = _arena(module)
     mine = fn.append_basic_block("arena.mine")
     e.position_at_end(block)
     owner = e.load(T.ptr, e.gep_bytes(q, -32), 8)
-    e.insert(AtomicRMW("or", e.gep_bytes(q, -16), ConstantInt(i64, _ARENA_DEAD), "monotonic",
-                       align=8))
+    e.atomicrmw("or", e.gep_bytes(q, -16), ConstantInt(i64, _ARENA_DEAD), "monotonic", 8)
     e.cbranch(e.icmp("eq", owner, a), mine, done)
     e.position_at_end(mine)
     e.call(_arena_pop(module, fn), [])
@@ -202,7 +197,6 @@ def _arena_pop(module, cache_free):
     """``__enzyme_py_cache_arena_pop()``: pop the freed blocks from the top of the calling
     thread's arena; an empty arena returns its chunk to the pool (``cache_free``).  Also
     run at exit (before the pool is drained), for blocks other threads freed last."""
-    from ..ir.instructions import Load
     from ..ir.values import ConstantNull
     from .emit import Emitter
     fn, new = _new(module, "__enzyme_py_cache_arena_pop", T.void, [])
@@ -222,7 +216,7 @@ def _arena_pop(module, cache_free):
     e.position_at_end(chk)
     off = e.binop("sub", last, ConstantInt(i64, 1))
     blk = e.gep_bytes(e.load(T.ptr, a, 8), off)
-    f = e.insert(Load(i64, e.gep_bytes(blk, 16), align=8, ordering="monotonic"))
+    f = e.load(i64, e.gep_bytes(blk, 16), 8, ordering="monotonic")
     dead = e.binop("and", f, ConstantInt(i64, _ARENA_DEAD))
     e.cbranch(e.icmp("eq", dead, ConstantInt(i64, 0)), empty, popit)
     e.position_at_end(popit)
@@ -246,13 +240,12 @@ def _register_drain(module, e, fn, cont):
     """In ``fn``, at the emitter's block: register (atexit, once per process) the
     function that empties the arena of the exiting thread and the pool; go on to
     ``cont``."""
-    from ..ir.instructions import AtomicRMW
     flag = module.get_global("__enzyme_py_cache_pool_drain")
     if flag is None:
         flag = module.add_global("__enzyme_py_cache_pool_drain", T.i32,
                                  ConstantInt(T.i32, 0), linkage="internal", align=4,
                                  unique=False)
-    old = e.insert(AtomicRMW("xchg", flag, ConstantInt(T.i32, 1), "monotonic", align=4))
+    old = e.atomicrmw("xchg", flag, ConstantInt(T.i32, 1), "monotonic", 4)
     reg = fn.append_basic_block("register")
     e.cbranch(e.icmp("eq", old, ConstantInt(T.i32, 0)), reg, cont)
     e.position_at_end(reg)
@@ -264,7 +257,6 @@ def _register_drain(module, e, fn, cont):
 def _pool_drain(module):
     """``__enzyme_py_cache_pool_drain_fn()``: at exit, pop the exiting thread's arena
     (its chunk goes to the pool when empty), then free the pooled blocks."""
-    from ..ir.instructions import GEP, AtomicRMW
     from ..ir.values import ConstantNull
     from .emit import Emitter
     fn, new = _new(module, "__enzyme_py_cache_pool_drain_fn", T.void, [])
@@ -278,8 +270,8 @@ def _pool_drain(module):
     if module.get_global("__enzyme_py_cache_arena") is not None:
         e.call(_arena_pop(module, runtime_function(module, "__enzyme_py_cache_free")), [])
     for k in range(POOL_SLOTS):
-        slot = e.insert(GEP(pool_ty, pool, [ConstantInt(T.i64, 0), ConstantInt(T.i64, k)]))
-        p = e.insert(AtomicRMW("xchg", slot, ConstantNull(T.ptr), "acquire", align=8))
+        slot = e.gep(pool_ty, pool, [ConstantInt(T.i64, 0), ConstantInt(T.i64, k)])
+        p = e.atomicrmw("xchg", slot, ConstantNull(T.ptr), "acquire", 8)
         e.call(free, [p])
     e.ret()
     return fn
