@@ -1,9 +1,10 @@
 """Small caches (a helper's loop caches, allocated on every call of the helper) come
-from the thread's arena (``runtime_pool._arena``): after the first gradient, a gradient that
-calls such a helper hundreds of times makes (almost) no heap call, and the derivatives
-stay right when the sweeps free out of order (split mode: two forward sweeps, then
-their reverses in the same order), when another thread runs the reverse sweep, and
-under valgrind (no invalid access, nothing left behind)."""
+from the thread's arena (``runtime_pool._arena``): after the first gradient, a gradient
+that calls such a helper hundreds of times makes (almost) no heap call, and the
+derivatives stay right when the sweeps free out of order (split mode: two forward
+sweeps, then their reverses in the same order), when another thread runs the reverse
+sweep, and under valgrind (no invalid access, nothing left behind) -- also for the
+shadows of a helper's local array, which live as long."""
 
 from __future__ import annotations
 
@@ -38,6 +39,34 @@ static double fd(double *x, int k, int rows, int n) {
 }
 """
 
+# a helper with a local array that its (not inlined) callee writes: the local's shadow
+# is needed in both sweeps, one per call of the helper
+LOCALS = r"""
+static __attribute__((noinline)) void rotate(const double *x, double t, double *out) {
+    out[0] = cos(t) * x[0] - sin(t) * x[1];
+    out[1] = sin(t) * x[0] + cos(t) * x[1];
+    out[2] = x[2] * t;
+}
+static __attribute__((noinline)) double point(const double *x, double t) {
+    double p[3];
+    rotate(x, t, p);
+    return p[0] * p[1] + p[2] * p[2] / (1.0 + p[0] * p[0]);
+}
+double f(const double *x, int rows, int n) {
+    double s = 0;
+    for (int r = 0; r < rows; r++) s += point(x + r % (n - 2), 0.1 + 0.01 * r);
+    return s;
+}
+static double fd(double *x, int k, int rows, int n) {
+    double v = x[k], h = 1e-6;
+    x[k] = v + h; double p = f(x, rows, n);
+    x[k] = v - h; double m = f(x, rows, n);
+    x[k] = v;
+    return (p - m) / (2 * h);
+}
+"""
+HELPERS = {"loop_cache": HELPER, "local_array": LOCALS}
+
 STEADY = HEAP_COUNT + HELPER + r"""
 int main(void) {
     enum { N = 12, ROWS = 300 };
@@ -63,7 +92,7 @@ SPLIT_AND_THREADS = r"""
 int enzyme_tape;
 void *__enzyme_augmentfwd(void *, ...);
 void __enzyme_reverse(void *, ...);
-""" + HELPER + r"""
+""" + "%(helper)s" + r"""
 enum { N = 8, ROWS = 40 };
 struct job { double *x, *dx; void *tape; };
 static void *reverse_elsewhere(void *p) {
@@ -110,10 +139,11 @@ def test_helper_caches_need_no_heap_in_steady_state(tmp_path, opt):
     assert out.count("ok dx") == 12, out
 
 
+@pytest.mark.parametrize("helper", sorted(HELPERS))
 @pytest.mark.parametrize("opt", OPTS)
-def test_out_of_order_and_cross_thread_frees(tmp_path, opt, valgrind):
+def test_out_of_order_and_cross_thread_frees(tmp_path, opt, valgrind, helper):
     src = Path(tmp_path) / "t.c"
-    src.write_text(PRELUDE + SPLIT_AND_THREADS)
+    src.write_text(PRELUDE + SPLIT_AND_THREADS.replace("%(helper)s", HELPERS[helper]))
     exe = Path(tmp_path) / "t"
     r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm", "-pthread"], tmp_path)
     assert r.returncode == 0, r.stderr
