@@ -30,13 +30,6 @@ double f(const double *x, int rows, int n) {
     for (int r = 0; r < rows; r++) s += row(x, n, 0.1 + 0.01 * r);
     return s;
 }
-static double fd(double *x, int k, int rows, int n) {
-    double v = x[k], h = 1e-6;
-    x[k] = v + h; double p = f(x, rows, n);
-    x[k] = v - h; double m = f(x, rows, n);
-    x[k] = v;
-    return (p - m) / (2 * h);
-}
 """
 
 # a helper with a local array that its (not inlined) callee writes: the local's shadow
@@ -57,6 +50,9 @@ double f(const double *x, int rows, int n) {
     for (int r = 0; r < rows; r++) s += point(x + r % (n - 2), 0.1 + 0.01 * r);
     return s;
 }
+"""
+# central differences of f, after either helper
+FD = r"""
 static double fd(double *x, int k, int rows, int n) {
     double v = x[k], h = 1e-6;
     x[k] = v + h; double p = f(x, rows, n);
@@ -65,6 +61,8 @@ static double fd(double *x, int k, int rows, int n) {
     return (p - m) / (2 * h);
 }
 """
+HELPER += FD
+LOCALS += FD
 HELPERS = {"loop_cache": HELPER, "local_array": LOCALS}
 
 STEADY = HEAP_COUNT + HELPER + r"""

@@ -81,10 +81,7 @@ class MDNode:
     @staticmethod
     def parse(text: str) -> MDNode | None:
         """The node ``text`` spells, or None when it is not a generic node."""
-        s = text.strip()
-        distinct = s.startswith("distinct ")
-        if distinct:
-            s = s[len("distinct "):].lstrip()
+        distinct, s = _distinct(text)
         if not (s.startswith("!{") and s.endswith("}")):
             return None
         body = s[2:-1]
@@ -109,10 +106,7 @@ class MDSpecialized:
 
     @staticmethod
     def parse(text: str) -> MDSpecialized | None:
-        s = text.strip()
-        distinct = s.startswith("distinct ")
-        if distinct:
-            s = s[len("distinct "):].lstrip()
+        distinct, s = _distinct(text)
         if not s.startswith("!") or "(" not in s or not s.endswith(")"):
             return None
         kind, _, rest = s[1:].partition("(")
@@ -173,6 +167,14 @@ def add_self_referencing(module, *operands) -> MDRef:
 
 def _ref(text: str) -> MDRef:
     return MDRef(int(text[1:]))
+
+
+def _distinct(text: str) -> tuple[bool, str]:
+    """Whether a node's text starts with ``distinct``, and the text after it."""
+    s = text.strip()
+    if s.startswith("distinct "):
+        return True, s[len("distinct "):].lstrip()
+    return False, s
 
 
 def _split(body: str) -> list[str]:
