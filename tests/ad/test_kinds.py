@@ -175,6 +175,20 @@ def test_every_libm_rule_is_a_pure_math_function():
         assert rules.libm_rule(name) is not None
 
 
+def test_two_result_math_intrinsics_have_rules_for_both_results():
+    """``llvm.modf``/``llvm.sincos``/``llvm.frexp`` are pure math in the effects table
+    exactly when ``rules.STRUCT_MATH`` has their rule pair; ``llvm.sincospi`` has none
+    and stays unknown (an error where it touches derivatives), not a one-result libm
+    function."""
+    from enzyme_py.analysis.effects import STRUCT_MATH_INTRINSICS
+    assert set(rules.STRUCT_MATH) == set(STRUCT_MATH_INTRINSICS)
+    for name in ("llvm.modf.f64", "llvm.sincos.v2f32", "llvm.frexp.f64.i32"):
+        assert call_effect(name).kind == "math" and rules.struct_math_rule(name) is not None
+        assert rules.libm_rule(name) is None
+    assert call_effect("llvm.sincospi.f64") is None
+    assert rules.struct_math_rule("modf") is None   # the libm call stores its second result
+
+
 @pytest.mark.parametrize("name", known_names())
 def test_every_table_entry_is_complete(name):
     eff = call_effect(name)

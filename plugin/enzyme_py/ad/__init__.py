@@ -26,6 +26,7 @@ import re
 import time
 
 from ..ir.attributes import Attributes, stripped
+from ..ir import types as T
 from ..ir.instructions import Call
 from ..analysis.effects import call_effect, libm_base
 
@@ -75,6 +76,35 @@ def _math_calls_touch_no_memory(copies) -> None:
         attrs = Attributes.parse(c.fn_attrs)
         if not attrs.has("memory"):
             c.fn_attrs = str(attrs.with_("memory(none)"))
+
+
+_SINCOS = ("sincos", "sincosf", "sincosl")
+
+
+def _sincos_as_intrinsic(copies) -> None:
+    """``sincos(x, &s, &c)`` (GNU libm) in the copies being differentiated becomes
+    ``{s, c} = llvm.sincos(x)`` and two stores: the intrinsic has rules for both results
+    (``rules.STRUCT_MATH``), and LLVM lowers it to the same libm call.  (As a call that
+    stores through two pointers, the derivatives of what it stores could not follow.)"""
+    from .emit import Emitter, type_suffix
+    for fn in copies:
+        calls = [i for i in fn.instructions() if isinstance(i, Call)
+                 and i.callee_name in _SINCOS and len(i.args) == 3
+                 and i.args[0].type.is_float and i.type.is_void]
+        if not calls:
+            continue
+        module = fn.parent
+        e = Emitter(module)
+        for c in calls:
+            x, ps, pc = c.args
+            ty = x.type
+            pair = T.StructType([ty, ty])
+            e.position_before(c)
+            r = e.call(e.declare(f"llvm.sincos.{type_suffix(ty)}", pair, [ty]), [x])
+            align = module.datalayout.abi_alignment(ty)
+            e.store(e.extractvalue(r, [0]), ps, align)
+            e.store(e.extractvalue(r, [1]), pc, align)
+            c.erase()
 
 
 def _strip_fn_attrs(module, fn) -> None:
@@ -233,6 +263,7 @@ def _round(module, options, log) -> None:
         _strip_fn_attrs(module, c)
         clones[f] = c
     _math_calls_touch_no_memory(list(clones.values()))
+    _sincos_as_intrinsic(list(clones.values()))
     for c in clones.values():
         for inst in c.instructions():
             if isinstance(inst, Call):

@@ -21,7 +21,8 @@ from .errors import NoDerivativeError
 from . import openmp
 from .kinds import visitor as _visitor
 from .libc import copy_adjoint, memset0
-from .rules import ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule
+from .rules import (ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule,
+                    struct_math_rule)
 from .reverse_common import (_effect_kind, _is_const, _mem_intrinsic)
 
 
@@ -391,6 +392,12 @@ class AdjointSweep:
                     gen._add(actual, e.extractvalue(res, [j]))
             return
         if inst not in act.active:
+            return
+        two = struct_math_rule(name)
+        if two is not None:     # modf/sincos/frexp: the adjoints of both results
+            if args[0] in act.active:
+                r = Lazy(lambda: gen.primal(inst, b), inst.type)
+                gen._add(args[0], two[1][0](e, gen._lazy_ops(inst, b), r, gen._take(inst)))
             return
         found = libm_rule(name) or reduction_rule(name)
         if found is None:

@@ -22,7 +22,7 @@ from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shad
 from .kinds import check as check_kind
 from . import openmp
 from .libc import shadowed_writes, written
-from .rules import libm_rule, reduction_rule
+from .rules import libm_rule, reduction_rule, struct_math_rule
 from .reverse_common import (_dead_pointer_web, _mem_intrinsic)
 
 
@@ -414,7 +414,8 @@ class AugmentedForward:
             gen.vmap[inst] = c
             gen.replaced_calls[inst] = g
             return
-        if libm_rule(name) is not None or reduction_rule(name) is not None:
+        if libm_rule(name) is not None or reduction_rule(name) is not None \
+                or struct_math_rule(name) is not None:
             return
         if ekind in ("inactive", "writes"):
             return

@@ -38,7 +38,7 @@ from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shad
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
-from .rules import BINARY, UNARY, libm_rule, tangent
+from .rules import BINARY, UNARY, libm_rule, struct_math_rule, tangent
 
 __all__ = ["ForwardContext", "ForwardGen"]
 
@@ -521,6 +521,12 @@ class ForwardGen:
         rule = reg.derivatives.get(orig)
         if rule is not None:
             self._custom(inst, A, rule)
+            return
+        two = struct_math_rule(name) if callee is not None and callee.is_declaration else None
+        if two is not None:     # modf/sincos/frexp: the tangents of both results
+            if inst in act.active:
+                x = [self.P_(a) for a in args]
+                self.tan[inst] = [two[1][1](e, x, A, t) for t in self.T(args[0])]
             return
         found = reg.libm_for(orig)
         if found is None and (callee is None or callee.is_declaration):

@@ -22,8 +22,8 @@ import math
 from ..analysis.effects import libm_base
 from ..ir.values import ConstantInt
 
-__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "ATOMICS", "libm_rule",
-           "reduction_rule", "tangent", "contribution"]
+__all__ = ["BINARY", "UNARY", "CASTS", "LIBM", "REDUCTIONS", "STRUCT_MATH", "ATOMICS",
+           "libm_rule", "reduction_rule", "struct_math_rule", "tangent", "contribution"]
 
 # ---------------------------------------------------------------------------
 # binary and unary floating-point instructions, keyed by opcode
@@ -236,6 +236,62 @@ def reduction_rule(name: str):
     op = _REDUCTION_ALIASES.get(op, op)
     entry = REDUCTIONS.get(op)
     return (f"vector.reduce.{op}", entry[0]) if entry else None
+
+
+# ---------------------------------------------------------------------------
+# math intrinsics with two results, returned as a struct (``llvm.modf``: {fraction,
+# integral part}; ``llvm.sincos``: {sin, cos}; ``llvm.frexp``: {mantissa, exponent}).
+# Their adjoint takes the struct of the two results' adjoints ``d`` to the operand's, and
+# their tangent the operand's tangent to the struct of the results' tangents -- neither
+# is the other's (the adjoint tables above map one result to one operand), so each entry
+# gives both: ``(adjoint(e, x, r, d), tangent(e, x, r, dx))``.
+# ---------------------------------------------------------------------------
+
+
+def _pair(e, ty, a, b):
+    from ..ir.values import Undef
+    return e.insertvalue(e.insertvalue(Undef(ty), a, [0]), b, [1])
+
+
+def _frexp_scale(e, x, m, d):
+    """d * m / x (= d * 2^-exp, exactly), d itself at x = 0."""
+    x = e.resolve(x)
+    return e.select(e.fcmp("oeq", x, _c(e, 0.0, x)), d, e.fmul(d, e.fdiv(m, x)))
+
+
+STRUCT_MATH = {
+    # modf(x) = {x - trunc(x), trunc(x)}: the fraction moves with x, the integral part
+    # is piecewise constant
+    "modf": (lambda e, x, r, d: e.extractvalue(d, [0]),
+             lambda e, x, r, dx: _pair(e, e.resolve(r).type, dx, _c(e, 0.0, dx))),
+    # sincos(x) = {sin x, cos x}
+    "sincos": (lambda e, x, r, d: e.fsub(e.fmul(e.extractvalue(d, [0]), e.extractvalue(r, [1])),
+                                         e.fmul(e.extractvalue(d, [1]), e.extractvalue(r, [0]))),
+               lambda e, x, r, dx: _pair(e, e.resolve(r).type,
+                                         e.fmul(dx, e.extractvalue(r, [1])),
+                                         e.fneg(e.fmul(dx, e.extractvalue(r, [0]))))),
+    # frexp(x) = {m, exp} with x = m 2^exp: dm/dx = 2^-exp; the exponent is an integer
+    "frexp": (lambda e, x, r, d: _frexp_scale(e, x[0], e.extractvalue(r, [0]),
+                                              e.extractvalue(d, [0])),
+              lambda e, x, r, dx: _pair(e, e.resolve(r).type,
+                                        _frexp_scale(e, x[0], e.extractvalue(r, [0]), dx),
+                                        _zero_of(e.resolve(r).type.elements[1]))),
+}
+
+
+def _zero_of(ty):
+    from .emit import zero
+    return zero(ty)
+
+
+def struct_math_rule(name: str):
+    """``(base, (adjoint, tangent))`` for ``llvm.modf.*``, ``llvm.sincos.*`` and
+    ``llvm.frexp.*`` (scalar or vector), else None."""
+    if not name.startswith("llvm."):
+        return None
+    base = name[5:].split(".")[0]
+    entry = STRUCT_MATH.get(base)
+    return (base, entry) if entry is not None else None
 
 
 def libm_rule(name: str):

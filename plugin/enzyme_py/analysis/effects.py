@@ -97,8 +97,11 @@ _MATH_ALIASES = {"maxnum": "fmax", "minnum": "fmin", "maximum": "fmax", "minimum
                  "fmuladd": "fma", "maximumnum": "fmax", "minimumnum": "fmin"}
 
 
-# intrinsics returning {value, second result} (no rule for their struct results yet)
+# intrinsics returning {value, second result}: not libm functions of one result; those
+# of STRUCT_MATH_INTRINSICS are pure math with rules for both results
+# (``rules.STRUCT_MATH``), ``llvm.sincospi`` has none
 _STRUCT_INTRINSICS = {"frexp", "modf", "sincos", "sincospi"}
+STRUCT_MATH_INTRINSICS = frozenset({"frexp", "modf", "sincos"})
 
 
 def libm_base(name: str):
@@ -425,6 +428,8 @@ def call_effect(name: str):
             return _TABLE[mem]
         if name.startswith(_NOMEM_PREFIXES):
             return _NOMEM
+        if name[5:].split(".")[0] in STRUCT_MATH_INTRINSICS:
+            return _MATH
     if libm_base(name) is not None:
         return _MATH
     if name.startswith(_CXX_TEXT_PREFIXES):
