@@ -38,7 +38,7 @@ from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shad
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
 from .libc import shadowed_writes, written
-from .rules import BINARY, UNARY, libm_rule, struct_math_rule, tangent
+from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
 
 __all__ = ["ForwardContext", "ForwardGen"]
 
@@ -521,6 +521,18 @@ class ForwardGen:
         rule = reg.derivatives.get(orig)
         if rule is not None:
             self._custom(inst, A, rule)
+            return
+        red = reduction_rule(name, tangent=True) \
+            if callee is not None and callee.is_declaration else None
+        if red is not None:     # llvm.vector.reduce.*: its own tangent rule
+            if inst in act.active:
+                x = [self.P_(a) for a in args]
+                tans = [self.T(a) if a in act.active else None for a in args]
+                lanes = []
+                for k in range(self.W):
+                    t = red[1](e, x, A, [ts[k] if ts is not None else None for ts in tans])
+                    lanes.append(t if t is not None else zero(inst.type))
+                self.tan[inst] = lanes
             return
         two = struct_math_rule(name) if callee is not None and callee.is_declaration else None
         if two is not None:     # modf/sincos/frexp: the tangents of both results

@@ -228,14 +228,15 @@ REDUCTIONS = {
 _REDUCTION_ALIASES = {"fmaximum": "fmax", "fminimum": "fmin"}
 
 
-def reduction_rule(name: str):
-    """``(base, adjoint_rules)`` for ``llvm.vector.reduce.<op>.<type>``, else None."""
+def reduction_rule(name: str, tangent=False):
+    """``(base, adjoint_rules)`` for ``llvm.vector.reduce.<op>.<type>`` (with
+    ``tangent``: ``(base, tangent_rule)``), else None."""
     if not name.startswith("llvm.vector.reduce."):
         return None
     op = name.split(".")[3]
     op = _REDUCTION_ALIASES.get(op, op)
     entry = REDUCTIONS.get(op)
-    return (f"vector.reduce.{op}", entry[0]) if entry else None
+    return (f"vector.reduce.{op}", entry[1 if tangent else 0]) if entry else None
 
 
 # ---------------------------------------------------------------------------
