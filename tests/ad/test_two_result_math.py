@@ -15,12 +15,37 @@ import pytest
 from helpers import enzyme_cc
 from test_never_silent import PRELUDE
 
-PROGRAM = r"""
-void sincos(double, double *, double *);
-void sincosf(float, float *, float *);
+# reverse mode against central differences, then forward mode and width-2 vector mode
+# against the directional derivatives <grad, v> and <grad, w>
+MODES = r"""
 typedef struct { double d[2]; } D2;
 D2 __enzyme_fwddiff_w2(void *, ...);
 int enzyme_width;
+#define CHECK_MODES(f, x, v, w, N) do {                                                \
+    double dx[N] = {0}, dv = 0, dw = 0;                                                 \
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, N);                   \
+    for (int k = 0; k < N; k++) {                                                       \
+        double s = x[k], h = 1e-6;                                                      \
+        x[k] = s + h; double p = f(x, N);                                               \
+        x[k] = s - h; double m = f(x, N);                                               \
+        x[k] = s;                                                                       \
+        char what[32];                                                                  \
+        snprintf(what, sizeof what, "reverse d%d", k);                                  \
+        check(what, dx[k], (p - m) / (2 * h));                                          \
+        dv += dx[k] * v[k];                                                             \
+        dw += dx[k] * w[k];                                                             \
+    }                                                                                   \
+    check("forward", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, N), dv); \
+    D2 both = __enzyme_fwddiff_w2((void *)f, enzyme_width, 2, enzyme_dup, x, v, w,       \
+                                  enzyme_const, N);                                     \
+    check("width 2 lane 0", both.d[0], dv);                                             \
+    check("width 2 lane 1", both.d[1], dw);                                             \
+} while (0)
+"""
+
+PROGRAM = MODES + r"""
+void sincos(double, double *, double *);
+void sincosf(float, float *, float *);
 
 /* a periodic table lookup (fraction and cell from modf) and a rotation (sincos): both
  * results of each used */
@@ -47,27 +72,9 @@ double fl(const double *x, int n) {
 
 #define N 4
 int main(void) {
-    double x[N] = {0.3, 1.7, -0.4, 2.2}, dx[N] = {0};
-    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, N);
+    double x[N] = {0.3, 1.7, -0.4, 2.2};
     double v[N] = {0.5, -1.0, 0.25, 2.0}, w[N] = {-0.3, 0.1, 1.5, 0.7};
-    double fv = __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, N);
-    D2 both = __enzyme_fwddiff_w2((void *)f, enzyme_width, 2, enzyme_dup, x, v, w,
-                                  enzyme_const, N);
-    double dv = 0, dw = 0;
-    for (int k = 0; k < N; k++) {
-        double s = x[k], h = 1e-6;
-        x[k] = s + h; double p = f(x, N);
-        x[k] = s - h; double m = f(x, N);
-        x[k] = s;
-        char what[32];
-        snprintf(what, sizeof what, "reverse d%d", k);
-        check(what, dx[k], (p - m) / (2 * h));
-        dv += dx[k] * v[k];
-        dw += dx[k] * w[k];
-    }
-    check("forward", fv, dv);          /* <grad, v> = directional derivative */
-    check("width 2 lane 0", both.d[0], dv);
-    check("width 2 lane 1", both.d[1], dw);
+    CHECK_MODES(f, x, v, w, N);
     double dl[N] = {0};
     __enzyme_autodiff((void *)fl, enzyme_dup, x, dl, enzyme_const, N);
     double tl = __enzyme_fwddiff_d((void *)fl, enzyme_dup, x, v, enzyme_const, N), want = 0;

@@ -13,12 +13,10 @@ import pytest
 
 from helpers import enzyme_cc
 from test_never_silent import PRELUDE
+from test_two_result_math import MODES
 
-PROGRAM = r"""
+PROGRAM = MODES + r"""
 typedef double d4 __attribute__((ext_vector_type(4)));
-typedef struct { double d[2]; } D2;
-D2 __enzyme_fwddiff_w2(void *, ...);
-int enzyme_width;
 
 double f(const double *x, int n) {
     d4 v = {x[0], x[1] * x[1], sin(x[2]), x[3] * x[0]};
@@ -27,26 +25,9 @@ double f(const double *x, int n) {
 
 #define N 4
 int main(void) {
-    double x[N] = {0.3, 1.1, -0.4, 0.8}, dx[N] = {0};
+    double x[N] = {0.3, 1.1, -0.4, 0.8};
     double v[N] = {1, -0.5, 0.25, 2}, w[N] = {0.3, 0.9, -1.2, 0.4};
-    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, N);
-    double dv = 0, dw = 0;
-    for (int k = 0; k < N; k++) {
-        double s = x[k], h = 1e-6;
-        x[k] = s + h; double p = f(x, N);
-        x[k] = s - h; double m = f(x, N);
-        x[k] = s;
-        char what[32];
-        snprintf(what, sizeof what, "reverse d%d", k);
-        check(what, dx[k], (p - m) / (2 * h));
-        dv += dx[k] * v[k];
-        dw += dx[k] * w[k];
-    }
-    check("forward", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, N), dv);
-    D2 both = __enzyme_fwddiff_w2((void *)f, enzyme_width, 2, enzyme_dup, x, v, w,
-                                  enzyme_const, N);
-    check("width 2 lane 0", both.d[0], dv);
-    check("width 2 lane 1", both.d[1], dw);
+    CHECK_MODES(f, x, v, w, N);
     return fails;
 }
 """
