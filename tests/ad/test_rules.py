@@ -4,6 +4,7 @@ derivatives at several points, in double and float, through enzyme-cc."""
 from __future__ import annotations
 
 import math
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -116,14 +117,20 @@ def test_int_and_pointer_arguments(tmp_path, ty, opt):
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_llvm_modf_is_an_error_not_a_guess(tmp_path, opt):
-    # LLVM turns modf into llvm.modf (a {fraction, integer part} result): no rule yet
+def test_llvm_modf_has_a_rule(tmp_path, opt):
+    # LLVM turns modf into llvm.modf (a {fraction, integer part} result; rules.STRUCT_MATH,
+    # more in test_two_result_math.py): d/dx [frac(x^2) x + int(x^2)] = 2 x^2 + frac(x^2)
     src = Path(tmp_path) / "m.c"
-    src.write_text("#include <math.h>\ndouble __enzyme_autodiff(void *, double);\n"
+    src.write_text("#include <math.h>\n#include <stdio.h>\n"
+                   "double __enzyme_autodiff(void *, double);\n"
                    "double f(double x) { double ip; return modf(x * x, &ip) * x + ip; }\n"
-                   "int main(void) { return __enzyme_autodiff((void *)f, 1.6) > 0; }\n")
-    r = enzyme_cc([opt, str(src), "-o", str(Path(tmp_path) / "m"), "-lm"], tmp_path)
-    assert r.returncode != 0 and "llvm.modf" in r.stderr and "Traceback" not in r.stderr
+                   "int main(void) { printf(\"%.17g\\n\", __enzyme_autodiff((void *)f, 1.6));"
+                   " return 0; }\n")
+    exe = Path(tmp_path) / "m"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = float(subprocess.run([str(exe)], capture_output=True, text=True).stdout)
+    assert abs(got - (2 * 1.6 * 1.6 + (1.6 * 1.6 - 2))) < 1e-12, got
 
 
 def test_name_lookup():
