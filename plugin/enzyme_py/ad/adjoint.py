@@ -40,27 +40,24 @@ class AdjointSweep:
         (``ReverseGen._open_reverse``), return the adjoints of ``out`` arguments, then
         write back what undone stores had left."""
         gen, e = self.gen, self.e
-        self.dret = gen.rev.args[len(gen.prim_rev) + len(gen.sh_rev_args)] \
-            if gen.ret_active else None
         self.dphi = {}
         self.replays = {}       # undone store -> (slot, address slot, type)
         for b in reversed(self.cfg.rpo):
-            e.position_at_end(self.gen.rbody[b])
-            self.cur = b
+            e.position_at_end(gen.rbody[b])
             for inst in reversed(b.instructions):
                 self._rev_inst(inst, b)
             self._rev_terminator(b)
-        e.position_at_end(self.gen.rret)
+        e.position_at_end(gen.rret)
         outs = []
-        for a in self.gen.out_args:
+        for a in gen.out_args:
             if a not in self.act.active:
                 outs.append(zero(a.type))
                 continue
-            d = e.load(a.type, self.gen._slot(a))
+            d = e.load(a.type, gen._slot(a))
             if a.type.is_fp_or_fp_vector:
                 d = e.fadd(d, zero(a.type))  # an adjoint nobody added to is -0.0: report +0.0
             outs.append(d)
-        agg = Undef(self.gen.out_type)
+        agg = Undef(gen.out_type)
         for k, v in enumerate(outs):
             agg = e.insertvalue(agg, v, [k])
         e.ret(agg)
@@ -110,7 +107,7 @@ class AdjointSweep:
     def _visit_ret(self, inst, b):
         v = inst.value
         if self.gen.ret_active and v is not None and v in self.act.active:
-            self.gen._add(v, self.dret)
+            self.gen._add(v, self.gen.dret)
 
     def _visit_control(self, inst, b):
         """Branches: replayed by ``_rev_terminator`` when the block's reverse is done."""
@@ -159,7 +156,7 @@ class AdjointSweep:
         """The adjoint of ``inst``'s result, taken from its slot; None when inactive."""
         return self.gen._take(inst) if inst in self.act.active else None
 
-    def _visit_binary(self, inst, b):
+    def _visit_arith(self, inst, b):
         d = self._active(inst)
         if d is None:
             return
@@ -492,8 +489,8 @@ ADJOINT = {
     Call: AdjointSweep._visit_call,
     AtomicRMW: AdjointSweep._visit_atomic,
     GEP: AdjointSweep._visit_pointer,
-    BinaryOp: AdjointSweep._visit_binary,
-    UnaryOp: AdjointSweep._visit_binary,
+    BinaryOp: AdjointSweep._visit_arith,
+    UnaryOp: AdjointSweep._visit_arith,
     Cast: AdjointSweep._visit_cast,
     Select: AdjointSweep._visit_select,
     ExtractValue: AdjointSweep._visit_extractvalue,

@@ -162,13 +162,16 @@ def _has_float(ty) -> bool:
     return False
 
 
-def loop_latch(e, i, bound: int, first, nxt, loop, after) -> None:
+def loop_latch(e, i, bound, first, nxt, loop, after, signed=False) -> None:
     """The latch of a counted loop ``for (i = 0; i < bound; i++)``: at the end of
-    ``nxt``, go on with ``i + 1`` in ``loop`` or, past ``bound``, continue in ``after``
-    (where ``e`` is left); ``i`` (an i64 phi of ``loop``) starts at 0 from ``first``."""
+    ``nxt``, go on with ``i + 1`` in ``loop`` or, past ``bound`` (an int or an i64
+    value; compared signed with ``signed``), continue in ``after`` (where ``e`` is
+    left); ``i`` (an i64 phi of ``loop``) starts at 0 from ``first``."""
     e.position_at_end(nxt)
     i1 = e.binop("add", i, ConstantInt(T.i64, 1))
-    e.cbranch(e.icmp("ult", i1, ConstantInt(T.i64, bound)), loop, after)
+    if isinstance(bound, int):
+        bound = ConstantInt(T.i64, bound)
+    e.cbranch(e.icmp("slt" if signed else "ult", i1, bound), loop, after)
     i.add_incoming(ConstantInt(T.i64, 0), first)
     i.add_incoming(i1, nxt)
     e.position_at_end(after)

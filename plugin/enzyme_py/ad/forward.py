@@ -522,8 +522,8 @@ class ForwardGen:
         if rule is not None:
             self._custom(inst, A, rule)
             return
-        red = reduction_rule(name, tangent=True) \
-            if callee is not None and callee.is_declaration else None
+        declared = callee is not None and callee.is_declaration
+        red = reduction_rule(name, tangent=True) if declared else None
         if red is not None:     # llvm.vector.reduce.*: its own tangent rule
             if inst in act.active:
                 x = [self.P_(a) for a in args]
@@ -534,14 +534,14 @@ class ForwardGen:
                     lanes.append(t if t is not None else zero(inst.type))
                 self.tan[inst] = lanes
             return
-        two = struct_math_rule(name) if callee is not None and callee.is_declaration else None
+        two = struct_math_rule(name) if declared else None
         if two is not None:     # modf/sincos/frexp: the tangents of both results
             if inst in act.active:
                 x = [self.P_(a) for a in args]
                 self.tan[inst] = [two[1][1](e, x, A, t) for t in self.T(args[0])]
             return
         found = reg.libm_for(orig)
-        if found is None and (callee is None or callee.is_declaration):
+        if found is None and (callee is None or declared):
             found = libm_rule(name)
         if found is not None:
             if inst in act.active:

@@ -19,7 +19,7 @@ from ..ir import types as T
 from ..ir.instructions import Alloca, Cast, Load, Store
 from ..ir.module import GlobalVariable
 from ..ir.values import ConstantExpr, ConstantInt, ConstantNull
-from .emit import Emitter
+from .emit import Emitter, loop_latch
 from .errors import NoDerivativeError
 
 # -- handles ------------------------------------------------------------------------
@@ -219,11 +219,7 @@ def _helper(module, name, ty, params, body):
     e.position_at_end(loop)
     i = e.phi(T.i64)
     body(e, fn.args, i, ty)
-    nxt = e.binop("add", i, ConstantInt(T.i64, 1))
-    i.add_incoming(ConstantInt(T.i64, 0), entry)
-    i.add_incoming(nxt, loop)
-    e.cbranch(e.icmp("slt", nxt, n), loop, done)
-    e.position_at_end(done)
+    loop_latch(e, i, n, entry, loop, loop, done, signed=True)
     e.ret()
     return fn
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.values import ConstantInt, ConstantNull
-from .emit import Emitter
+from .emit import Emitter, loop_latch
 from .libc import copy_adjoint, memset0
 from .mpi_calls import _FLOAT_TY, _abort_with, _bytes, _elem, _helper, _resolve
 from .runtime import runtime_function
@@ -100,11 +100,7 @@ def take_all(module, c):
     stride = 8 if c.abi == "ompi" else 4
     key = e.gep_bytes(reqs, e.binop("mul", i, ConstantInt(T.i64, stride)))
     e.store(e.call(take, [key]), _elem(e, T.ptr, arr, i), 8)
-    nxt = e.binop("add", i, ConstantInt(T.i64, 1))
-    i.add_incoming(ConstantInt(T.i64, 0), entry)
-    i.add_incoming(nxt, loop)
-    e.cbranch(e.icmp("slt", nxt, n), loop, done)
-    e.position_at_end(done)
+    loop_latch(e, i, n, entry, loop, loop, done, signed=True)
     e.ret(arr)
     return fn
 
@@ -185,11 +181,7 @@ def start_all(module, c):
     # the reverse of completing several requests: start the adjoints in reverse order
     j = e.binop("sub", e.binop("sub", n, ConstantInt(T.i64, 1)), i)
     e.call(start, [e.load(T.ptr, _elem(e, T.ptr, arr, j), 8)])
-    nxt = e.binop("add", i, ConstantInt(T.i64, 1))
-    i.add_incoming(ConstantInt(T.i64, 0), entry)
-    i.add_incoming(nxt, loop)
-    e.cbranch(e.icmp("slt", nxt, n), loop, done)
-    e.position_at_end(done)
+    loop_latch(e, i, n, entry, loop, loop, done, signed=True)
     e.call(runtime_function(module, "__enzyme_py_shadow_free"), [arr])
     e.ret()
     return fn
@@ -329,11 +321,7 @@ def fwd_complete(module, c, stride):
     e.call(free, [rec])
     e.br(nxt_b)
     e.position_at_end(nxt_b)
-    nxt = e.binop("add", i, ConstantInt(T.i64, 1))
-    i.add_incoming(ConstantInt(T.i64, 0), entry)
-    i.add_incoming(nxt, nxt_b)
-    e.cbranch(e.icmp("slt", nxt, n), loop, done)
-    e.position_at_end(done)
+    loop_latch(e, i, n, entry, nxt_b, loop, done, signed=True)
     e.ret()
     return fn
 

@@ -356,6 +356,7 @@ class ReverseGen:
         R = self.rev
         prim, shad, i = self._arg_maps(R)
         self.prim_rev, self.sh_rev_args = prim, shad
+        self.dret = R.args[i] if self.ret_active else None   # the result's adjoint
         self.tape_rev = R.args[-1]
         self.rentry = R.append_basic_block("entry")
         self.rpop, self.rhead, self.rbody = {}, {}, {}
