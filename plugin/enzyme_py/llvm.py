@@ -42,11 +42,14 @@ class LLVMError(EnzymeError):
 # The SLP vectorizer schedules each basic block in regions of at most this many
 # instructions (LLVM's default: 100,000).  Its time grows faster than linearly with
 # the region, and generated straight-line code (a chemistry mechanism's rates, and
-# more so their gradient: one block of some 40,000 instructions) spent three quarters
-# of the final -O2 there (``python -m benchmarks.compile_time --only chem``: llvmlite
-# -O2 2.9 s, 1.3 s with this bound, the gradient as fast).  The benchmark kernels'
-# gradients compile to the same machine code with either bound.
-SLP_SCHEDULE_BUDGET = 30000
+# more so their gradient: one block of some 40,000 instructions) spends most of the
+# final -O2 there (``python -m benchmarks.compile_time --only chem``: llvmlite -O2
+# 3.1 s with LLVM's default, 2.2 s with 30,000, 1.8 s with 10,000, and that gradient
+# runs as fast with each: 3.37, 3.33, 3.28 us; 3,000 starts to cost it: 3.50 us).  Of the benchmark kernels' gradients only
+# the LSTMs' compile differently at 10,000 than at 30,000, and run as fast or faster.
+# (llvmlite's LLVM is built with assertions, which roughly doubles every pass's time
+# against a release LLVM: SLP alone 1.46 s here where opt-22 takes 0.89 s.)
+SLP_SCHEDULE_BUDGET = 10000
 
 
 @functools.cache
