@@ -12,8 +12,9 @@ PLUGIN = str(Path(__file__).resolve().parents[2] / "plugin")
 
 def enzyme_cc(args, cwd, cxx=False):
     env = dict(os.environ, PYTHONPATH=PLUGIN + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    code = ("import sys; from enzyme_py.driver.main import main; "
-            f"sys.exit(main(sys.argv[1:], cxx={cxx}))")
+    # the console script's entry (what `enzyme-cc` runs), with this checkout's package
+    entry = "console_cxx" if cxx else "console_cc"
+    code = f"from enzyme_py.driver.main import {entry}; {entry}()"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
