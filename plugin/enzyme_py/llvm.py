@@ -45,10 +45,11 @@ class LLVMError(EnzymeError):
 # more so their gradient: one block of some 40,000 instructions) spends most of the
 # final -O2 there (``python -m benchmarks.compile_time --only chem``: llvmlite -O2
 # 3.1 s with LLVM's default, 2.2 s with 30,000, 1.8 s with 10,000, and that gradient
-# runs as fast with each: 3.37, 3.33, 3.28 us; 3,000 starts to cost it: 3.50 us).  Of the benchmark kernels' gradients only
-# the LSTMs' compile differently at 10,000 than at 30,000, and run as fast or faster.
-# (llvmlite's LLVM is built with assertions, which roughly doubles every pass's time
-# against a release LLVM: SLP alone 1.46 s here where opt-22 takes 0.89 s.)
+# runs as fast with each: 3.37, 3.33, 3.28 us; 3,000 starts to cost it: 3.50 us).  Of
+# the benchmark kernels' gradients only the LSTMs' compile differently at 10,000 than
+# at 30,000, and run as fast or faster.  (llvmlite's LLVM is built with assertions,
+# which roughly doubles every pass's time against a release LLVM: SLP alone 1.46 s
+# here where opt-22 takes 0.89 s.)
 SLP_SCHEDULE_BUDGET = 10000
 
 
