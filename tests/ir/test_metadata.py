@@ -66,6 +66,27 @@ def test_module_helpers_build_alias_scopes():
     assert md.node(m, "!999") is None and md.node(m, "!DILocation(line: 1)") is None
 
 
+
+def test_loop_id_without_locations():
+    """A loop's ``!llvm.loop`` node as copied into a function without debug info: its
+    properties, not the DILocations that name the original function."""
+    m = parse_module(
+        'define void @f() !dbg !1 {\n  ret void\n}\n'
+        '!1 = distinct !DISubprogram(name: "f")\n'
+        '!2 = !DILocation(line: 4, column: 3, scope: !1)\n'
+        '!3 = !{!"llvm.loop.mustprogress"}\n'
+        '!4 = distinct !{!4, !2, !DILocation(line: 6, column: 1, scope: !1), !3, '
+        '!{!"llvm.loop.vectorize.width", i32 4}}\n'
+        '!5 = distinct !{!5, !3}\n')
+    ref = md.loop_id_without_locations(m, "!4")
+    assert ref != "!4"
+    n = md.node(m, ref)
+    assert n.distinct and n.operands[0] == md.MDRef(int(ref[1:]))
+    assert n.operands[1:] == (md.MDRef(3), md.MDNode((md.MDString("llvm.loop.vectorize.width"),
+                                                      md.MDValue("i32", "4"))))
+    assert md.loop_id_without_locations(m, "!5") == "!5"      # nothing to drop
+    assert md.loop_id_without_locations(m, "!3") == "!3"      # not a loop id
+
 C_SOURCE = r"""
 struct P { double x; float y; int n; double *d; };
 double f(struct P *p, struct P *q, int n) {

@@ -155,6 +155,36 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     _define_markers(module)
     strip_type_hints(module)
     _drop_entry_declarations(module)
+    _locate_calls(module)
+
+
+def _locate_calls(module) -> None:
+    """Every call to a defined function, in a function with debug info, has a source
+    location: those the pass emitted without one get line 0 of the function (LLVM's
+    "compiler-generated").  Inlining gives the callee's instructions the call's location
+    as ``inlinedAt``; from a call without one they would keep their own function's
+    scope, and the caller built with ``-g`` fails LLVM's checks ("!dbg attachment points
+    at wrong subprogram") — a derivative function inlined into ``main``, with a custom
+    rule's code inlined into it."""
+    from ..ir import metadata as md
+    from ..ir.instructions import Call
+    for fn in module.functions:
+        if not fn.is_materialized or fn.is_declaration:
+            continue
+        sp = dict(fn.attachments).get("dbg")
+        if sp is None:
+            continue
+        line0 = None
+        for inst in fn.instructions():
+            if not isinstance(inst, Call) or inst.get_metadata("dbg") is not None:
+                continue
+            callee = inst.called_function
+            if callee is None or callee.is_declaration:
+                continue
+            if line0 is None:
+                line0 = str(md.add(module, md.MDSpecialized(
+                    "DILocation", (("line", "0"), ("scope", sp)))))
+            inst.set_metadata("dbg", line0)
 
 
 def _drop_entry_declarations(module) -> None:

@@ -79,6 +79,16 @@ class AutodiffSite:
     result: object = None                        # what replaced the call
 
 
+def emitter_at(call):
+    """An emitter placed before the call site ``call``, whose instructions take the
+    call's source location (what a debugger shows for the derivative code; and a call
+    that may be inlined needs one in a function built with ``-g``)."""
+    e = Emitter(call.module)
+    e.position_before(call)
+    e.debug_loc = call.get_metadata("dbg")
+    return e
+
+
 def location(call) -> str:
     """Where the user wrote the call: through ``inlinedAt`` to the outermost caller
     (a call inside an always_inline helper such as ``enzyme::autodiff``)."""
@@ -478,8 +488,7 @@ def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:
     from .split import HEADER, static_tape_bytes   # split builds on this module
     call = site.call
     loc = location(call)
-    e = Emitter(module)
-    e.position_before(call)
+    e = emitter_at(call)
     # A tape whose size is known at compile time (no pushes in loops or recursion) lives
     # in the caller's frame, right after its header: no malloc/free per gradient, and
     # once the two sweeps are inlined the frame's stores and loads fold away.
@@ -529,8 +538,7 @@ def lower_forward(site: AutodiffSite, gen, module) -> None:
     the primal only; ``enzyme_noret``: nothing)."""
     call = site.call
     loc = location(call)
-    e = Emitter(module)
-    e.position_before(call)
+    e = emitter_at(call)
     res = e.call(guarded(module, gen.fn, site.fn.name), _args_for(e, site, None, loc))
     rm = site.ret_markers
     if gen.ret_pair:

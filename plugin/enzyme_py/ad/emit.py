@@ -65,17 +65,26 @@ def copy_body(src, dst, vmap):
     """Append a copy of ``src``'s blocks to the function ``dst``.
 
     ``vmap`` maps ``src``'s arguments to values of ``dst`` on entry and every block
-    and instruction to its copy on return.  Debug locations and records are dropped:
-    they belong to ``src``'s subprogram, and the verifier rejects them in another
-    function."""
+    and instruction to its copy on return.  Debug locations and records are dropped,
+    and so are the source locations in loop metadata: they belong to ``src``'s
+    subprogram, and the verifier rejects them in another function."""
+    from ..ir.metadata import loop_id_without_locations
     for b in src.blocks:
         vmap[b] = dst.append_basic_block(b.name)
     new = []
+    loops: dict[str, str] = {}
+
+    def loop_id(ref: str) -> str:
+        if ref not in loops:
+            loops[ref] = loop_id_without_locations(dst.parent, ref)
+        return loops[ref]
+
     for b in src.blocks:
         nb = vmap[b]
         for inst in b.instructions:
             c = inst.clone(vmap)
-            c.metadata = [(k, v) for k, v in c.metadata if k != "dbg"]
+            c.metadata = [(k, loop_id(v) if k == "llvm.loop" else v)
+                          for k, v in c.metadata if k != "dbg"]
             c.dbg_records = []
             vmap[inst] = c
             nb.append(c)

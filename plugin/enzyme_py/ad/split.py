@@ -24,8 +24,7 @@ from ..analysis.cfg import CFG, dominators, find_loops
 from ..ir import types as T
 from ..ir.instructions import Call
 from ..ir.values import ConstantInt
-from .callsite import _args_for, _coerce, _finish, _pack, location
-from .emit import Emitter
+from .callsite import _args_for, _coerce, _finish, _pack, emitter_at, location
 from .errors import CallSiteError
 from .unwind import guarded
 
@@ -79,8 +78,7 @@ def _size(site, gen):
 def lower_split(site, gen, module):
     call = site.call
     loc = location(call)
-    e = Emitter(module)
-    e.position_before(call)
+    e = emitter_at(call)
     if site.mode == "size":
         _finish(site, _coerce(e, ConstantInt(T.i64, _size(site, gen)), call.type, loc)
                 if not call.type.is_void else None)

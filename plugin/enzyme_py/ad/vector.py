@@ -127,21 +127,16 @@ def check_lanes_independent(primal, site, pure=None) -> None:
 
 def lower_batch(site, module) -> None:
     """``__enzyme_batch``: call the function once per lane; the N results packed."""
-    from .callsite import _coerce, _finish, _pack, location
-    from .emit import Emitter
+    from .callsite import _coerce, _finish, _pack, emitter_at, location
     call = site.call
     loc = location(call)
-    e = Emitter(module)
-    e.position_before(call)
+    e = emitter_at(call)
     fn = site.fn
     results = []
     for k in range(site.width):
         args = [_coerce(e, b.shadows[k] if b.kind == "vector" else b.value,
                         fn.args[b.index].type, loc) for b in site.bindings]
         r = e.call(fn, args)
-        dbg = call.get_metadata("dbg")
-        if dbg is not None:
-            r.set_metadata("dbg", dbg)  # a call that may be inlined needs a location
         if not fn.return_type.is_void:
             results.append(r)
     _finish(site, _pack(e, site, results, module, loc))

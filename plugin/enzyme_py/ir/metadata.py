@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["MDString", "MDRef", "MDValue", "MDRaw", "MDNode", "MDSpecialized", "parse",
-           "node", "add", "add_self_referencing"]
+           "node", "add", "add_self_referencing", "loop_id_without_locations"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,32 @@ def add_self_referencing(module, *operands) -> MDRef:
     ref = _ref(module.add_metadata("!{}"))
     module.metadata[str(ref.number)] = str(MDNode((ref, *operands), distinct=True))
     return ref
+
+
+def loop_id_without_locations(module, ref: str) -> str:
+    """The reference of a loop's ``!llvm.loop`` node for a copy of the loop in a
+    function that has no ``DISubprogram``: the same properties (``mustprogress``,
+    unroll and vectorize hints), without the ``DILocation`` operands (where the loop
+    starts and ends), which name the original function's scope — the verifier rejects
+    them elsewhere ("!dbg attachment points at wrong subprogram"), once the copy is
+    inlined into a function with debug info.  A node with no location is ``ref``
+    itself; otherwise a new ``distinct`` self-referencing node."""
+    md = node(module, ref)
+    if not (isinstance(md, MDNode) and md.distinct and md.operands
+            and md.operands[0] == _ref(ref)):
+        return ref
+    kept = tuple(op for op in md.operands[1:] if not _is_location(module, op))
+    if len(kept) == len(md.operands) - 1:
+        return ref
+    return str(add_self_referencing(module, *kept))
+
+
+def _is_location(module, op) -> bool:
+    if isinstance(op, MDRef):
+        op = node(module, op)
+    elif isinstance(op, MDRaw):
+        op = MDSpecialized.parse(op.text)
+    return isinstance(op, MDSpecialized) and op.kind == "DILocation"
 
 
 def _ref(text: str) -> MDRef:
