@@ -12,6 +12,22 @@ import pytest
 from enzyme_py.ad.rules import LIBM, libm_rule
 from helpers import build_and_run, enzyme_cc, parse_values
 
+def _libm_slope(name, *fixed):
+    """d/dx of libm's ``name(*fixed, x)`` by a fourth-order central difference of the C
+    library's own values (the Bessel functions, which Python's math lacks)."""
+    import ctypes
+    import ctypes.util
+    fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_int] * len(fixed) + [ctypes.c_double]
+
+    def slope(x):
+        h = 1e-3
+        return (8 * (fn(*fixed, x + h) - fn(*fixed, x - h))
+                - (fn(*fixed, x + 2 * h) - fn(*fixed, x - 2 * h))) / (12 * h)
+    return slope
+
+
 # analytic derivatives (per argument) of the libm table entries
 PI = math.pi
 UNARY_CASES = {
@@ -45,6 +61,11 @@ UNARY_CASES = {
     "asinh": (lambda x: 1 / math.sqrt(x * x + 1), [0.3, -2.0]),
     "acosh": (lambda x: 1 / math.sqrt(x * x - 1), [1.3, 3.0]),
     "atanh": (lambda x: 1 / (1 - x * x), [0.3, -0.6]),
+    "logb": (lambda x: 0.0, [0.3, 2.5, 5.0]),
+    "j0": (_libm_slope("j0"), [0.3, 2.5]),
+    "j1": (_libm_slope("j1"), [0.0, 1.7]),       # 1/2 at 0, where J0 - J1 / x is 0/0
+    "y0": (_libm_slope("y0"), [0.8, 3.1]),
+    "y1": (_libm_slope("y1"), [0.8, 3.1]),
 }
 BINARY_CASES = {
     "pow": ((lambda a, b: b * a ** (b - 1), lambda a, b: a ** b * math.log(a)),
@@ -58,6 +79,11 @@ BINARY_CASES = {
     "fmod": ((lambda a, b: 1.0, lambda a, b: -math.trunc(a / b)), [(5.3, 1.2), (7.0, 2.5)]),
     "copysign": ((lambda a, b: math.copysign(1, a) * math.copysign(1, b), lambda a, b: 0.0),
                  [(0.3, -1.2), (-2.0, -0.5)]),
+    # a - n b, n the integer nearest a / b: 5.3 / 1.2 = 4.42, 7 / 2.5 = 2.8
+    "remainder": ((lambda a, b: 1.0, lambda a, b: -float(round(a / b))),
+                  [(5.3, 1.2), (7.0, 2.5)]),
+    "fdim": ((lambda a, b: float(a > b), lambda a, b: -float(a > b)),
+             [(1.3, 0.4), (0.2, 0.9)]),
 }
 OPS = {"fadd": "+", "fsub": "-", "fmul": "*", "fdiv": "/"}
 OP_CASES = {
@@ -77,7 +103,7 @@ def _digamma(x):
 
 
 # entries with an integer or pointer argument: test_int_and_pointer_arguments
-MIXED = {"ldexp", "scalbn", "frexp"}
+MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn"}
 
 
 def test_every_libm_entry_has_a_case():
@@ -93,9 +119,14 @@ T __enzyme_fwddiff(void *, T, T);
 T f_ldexp(T x) { return ldexp##S(x * x, 3); }
 T f_scalbn(T x) { return scalbn##S(x, -2) * x; }
 T f_frexp(T x) { int e; T m = frexp##S(x * 3, &e); return m * m + e; }
+T f_jn(T x) { return jn##S(3, x); }
+T f_yn(T x) { return yn##S(2, x); }
 #define P(fn, x) printf(#fn " %.17g %.17g\n", (double)__enzyme_autodiff((void *)fn, x), \
                         (double)__enzyme_fwddiff((void *)fn, x, 1))
-int main(void) { P(f_ldexp, 1.3); P(f_scalbn, -0.7); P(f_frexp, 1.9); return 0; }
+int main(void) {
+    P(f_ldexp, 1.3); P(f_scalbn, -0.7); P(f_frexp, 1.9); P(f_jn, 1.3); P(f_yn, 2.2);
+    return 0;
+}
 """
 
 
@@ -109,9 +140,11 @@ def test_int_and_pointer_arguments(tmp_path, ty, opt):
     vals = parse_values(out.stdout)
     m, e = math.frexp(3 * 1.9)
     want = {"f_ldexp": 2 * 1.3 * 8, "f_scalbn": 2 * -0.7 / 4,
-            "f_frexp": 2 * m * 3 * 2.0 ** -e}
-    rtol = 1e-12 if ty == "double" else 1e-5
+            "f_frexp": 2 * m * 3 * 2.0 ** -e,
+            "f_jn": _libm_slope("jn", 3)(1.3), "f_yn": _libm_slope("yn", 2)(2.2)}
     for name, w in want.items():
+        # (the Bessel slopes are finite differences of libm: good to about 1e-11)
+        rtol = 1e-5 if ty == "float" else 1e-9 if name in ("f_jn", "f_yn") else 1e-12
         for got in vals[name]:     # reverse, then forward
             assert abs(got - w) <= rtol * max(abs(w), 1), (name, got, w)
 
@@ -204,3 +237,38 @@ def test_rules_against_analytic(tmp_path, ty, opt):
             if not abs(got - want) <= rtol * max(abs(want), 1):
                 bad.append((name, j, got, want))
     assert not bad
+
+
+INTEGER_RESULTS = r"""
+#include <math.h>
+#include <stdio.h>
+double __enzyme_autodiff(void *, double);
+double __enzyme_fwddiff(void *, double, double);
+/* floats rounded to integers and exponents read as integers carry no derivative; the
+ * integers they give scale x here.  sqrt(x - x): a square root at 0 contributes 0 */
+double f(double x) {
+    return lround(10 * x) * x + ilogb(x) * x + (double)llrint(x) * x * x + lrintf((float)x)
+           + sqrt(x - x) + (double)llround(x * x);
+}
+int main(void) {
+    printf("%.17g %.17g\n", __enzyme_autodiff((void *)f, 1.37), __enzyme_fwddiff((void *)f, 1.37, 1.0));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [["-O0"], ["-O2"], ["-O2", "-fno-math-errno"]],
+                         ids=["O0", "O2", "O2-llvm.lround"])
+def test_integer_results_are_constants(tmp_path, flags):
+    """``lround``/``llround``/``lrint``/``llrint`` and ``ilogb`` (``llvm.lround`` & co.
+    without errno) were 'cannot differentiate call to external function'; their integer
+    results are piecewise constant, as in Enzyme."""
+    src = Path(tmp_path) / "i.c"
+    src.write_text(INTEGER_RESULTS)
+    exe = Path(tmp_path) / "i"
+    r = enzyme_cc([*flags, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    rev, fwd = (float(v) for v in subprocess.run([str(exe)], capture_output=True,
+                                                 text=True).stdout.split())
+    want = 14 + 0 + 2 * 1.37 * 1     # lround(13.7), ilogb(1.37), llrint(1.37)
+    assert abs(rev - want) < 1e-12 and abs(fwd - want) < 1e-12, (rev, fwd)

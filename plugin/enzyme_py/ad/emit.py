@@ -133,12 +133,12 @@ class Emitter(IRBuilder):
         return super().fadd(a, b, name, flags)
 
     def libm(self, name, *args):
-        """libm / intrinsic call by base name, typed after the first argument: the LLVM
-        intrinsic where there is one (``llvm.cos.f64``; any function of a vector), else
-        the libm function (``tan``, ``tanf``, ``tanl``); ``__enzyme_py_*`` names are
-        EnzymePy's runtime functions."""
+        """libm / intrinsic call by base name, typed after the first floating-point
+        argument (``jn(n, x)``: after x): the LLVM intrinsic where there is one
+        (``llvm.cos.f64``; any function of a vector), else the libm function (``tan``,
+        ``tanf``, ``tanl``); ``__enzyme_py_*`` names are EnzymePy's runtime functions."""
         args = [self.resolve(a) for a in args]
-        ty = args[0].type
+        ty = next((a.type for a in args if not a.type.is_int), args[0].type)
         if name.startswith("__enzyme_py_"):
             from .runtime import runtime_function
             return self.call(runtime_function(self.module, name, ty), args)

@@ -90,6 +90,21 @@ def _minus1(e, i):
     return e.sub(i, ConstantInt(i.type, 1))
 
 
+def _plus1(e, i):
+    return e.add(i, ConstantInt(i.type, 1))
+
+
+def _i32(v):
+    from ..ir import types as T
+    return ConstantInt(T.i32, v)
+
+
+def _bessel_step(e, fn, lower, n_up, x, r, d):
+    """``d (lower - fn(n_up, x)) / 2``: the derivative of a Bessel function of order n
+    from its neighbours' values (``lower`` the order n - 1's)."""
+    return e.fmul(d, e.fmul(_c(e, 0.5, r), e.fsub(lower, e.libm(fn, n_up, x))))
+
+
 LIBM = {
     "sin": (lambda e, x, r, d: e.fmul(d, e.libm("cos", x[0])),),
     "cos": (lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("sin", x[0]))),),
@@ -115,7 +130,10 @@ LIBM = {
     "log2": (lambda e, x, r, d: e.fdiv(d, e.fmul(x[0], _c(e, _LN2, r))),),
     "log10": (lambda e, x, r, d: e.fdiv(d, e.fmul(x[0], _c(e, _LN10, r))),),
     "log1p": (lambda e, x, r, d: e.fdiv(d, e.fadd(x[0], _c(e, 1.0, r))),),
-    "sqrt": (lambda e, x, r, d: e.fdiv(d, e.fmul(_c(e, 2.0, r), r)),),
+    # 0 at 0, where the derivative is infinite, as Enzyme's rule has it: sqrt(x - x),
+    # or a distance |a - b| where a == b, contributes nothing instead of inf - inf
+    "sqrt": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), _c(e, 0.0, r),
+                                         e.fdiv(d, e.fmul(_c(e, 2.0, r), r))),),
     "cbrt": (lambda e, x, r, d: e.fdiv(e.fmul(d, r), e.fmul(_c(e, 3.0, r), x[0])),),
     "pow": (lambda e, x, r, d: e.fmul(d, e.fmul(x[1], e.libm("pow", x[0],
                                                              e.fsub(x[1], _c(e, 1.0, r))))),
@@ -150,9 +168,26 @@ LIBM = {
     # m = x 2^-e (e stored through the pointer): dm/dx = 2^-e = m / x, exactly
     "frexp": (lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), d,
                                           e.fmul(d, e.fdiv(r, x[0]))), None),
+    # x - n y with n the integer nearest x / y (exactly (x - r) / y)
+    "remainder": (lambda e, x, r, d: d,
+                  lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("rint", e.fdiv(e.fsub(x[0], r),
+                                                                             x[1]))))),
+    # max(x - y, 0)
+    "fdim": (lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), d, _c(e, 0.0, r)),
+             lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), e.fneg(d), _c(e, 0.0, r))),
+    # Bessel functions of the first and second kind: J0' = -J1, Jn' = (Jn-1 - Jn+1) / 2
+    # (J1' as (J0 - J2) / 2, finite at 0 where J0 - J1 / x is not); Y likewise
+    "j0": (lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("j1", x[0]))),),
+    "y0": (lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("y1", x[0]))),),
+    "j1": (lambda e, x, r, d: _bessel_step(e, "jn", e.libm("j0", x[0]), _i32(2), x[0], r, d),),
+    "y1": (lambda e, x, r, d: _bessel_step(e, "yn", e.libm("y0", x[0]), _i32(2), x[0], r, d),),
+    "jn": (None, lambda e, x, r, d: _bessel_step(e, "jn", e.libm("jn", _minus1(e, x[0]), x[1]),
+                                                 _plus1(e, x[0]), x[1], r, d)),
+    "yn": (None, lambda e, x, r, d: _bessel_step(e, "yn", e.libm("yn", _minus1(e, x[0]), x[1]),
+                                                 _plus1(e, x[0]), x[1], r, d)),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
-    "rint": (None,), "nearbyint": (None,), "roundeven": (None,),
+    "rint": (None,), "nearbyint": (None,), "roundeven": (None,), "logb": (None,),
 }
 
 # ---------------------------------------------------------------------------

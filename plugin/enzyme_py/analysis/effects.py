@@ -89,6 +89,7 @@ PURE_MATH = frozenset({
     "log1p", "sqrt", "cbrt", "pow", "powi", "hypot", "fabs", "copysign", "fmax", "fmin",
     "fmod", "fma", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "round", "trunc",
     "rint", "nearbyint", "roundeven", "remainder", "fdim", "logb", "j0", "j1", "y0", "y1",
+    "jn", "yn",
     "ldexp", "scalbn", "sincospi", "frexp", "modf",
     # LLVM spellings
     "maxnum", "minnum", "maximum", "minimum", "maximumnum", "minimumnum", "fmuladd",
@@ -149,6 +150,10 @@ _TABLE.update(_inactive(
     "isinf", "isnan", "isfinite", "__isinf", "__isnan", "__isinff", "__isnanf", "__isinfl",
     "__isnanl", "__finite", "__finitef", "__fpclassify", "__fpclassifyf", "__signbit",
     "__signbitf"))
+_TABLE.update(_inactive(
+    "rounds a float to an integer, or reads its exponent: integer result",
+    *(f"{n}{s}" for n in ("lround", "llround", "lrint", "llrint", "ilogb")
+      for s in ("", "f", "l"))))
 _TABLE.update(_inactive(
     "process control / environment: no derivative, no program memory written",
     "abort", "exit", "_exit", "quick_exit", "__assert_fail", "__assert_rtn", "getenv",
@@ -295,7 +300,9 @@ _NOMEM_PREFIXES = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch"
                    "llvm.stacksave", "llvm.stackrestore", "llvm.donothing",
                    "llvm.sideeffect", "llvm.pseudoprobe", "llvm.var.annotation",
                    "llvm.is.fpclass", "llvm.objectsize", "llvm.trap", "llvm.debugtrap",
-                   "llvm.ubsantrap", "llvm.expect", "llvm.allow.")
+                   "llvm.ubsantrap", "llvm.expect", "llvm.allow.",
+                   # float to integer (integer result)
+                   "llvm.lround.", "llvm.llround.", "llvm.lrint.", "llvm.llrint.")
 
 
 # -- MPI: the kind of each function (see ad/mpi.py) and where its arguments are.  Keys:
