@@ -321,10 +321,36 @@ double expr(const double *x, int n) {
 """, "expr", [0.3, -1.2, 0.8, 2.0])
 
 
+# An object holding a std::vector<double> and a std::string named from a literal: the
+# literal's characters are copied (memcpy) into the string's inline buffer, inside an
+# object that also holds pointers with shadows.  The objects' kinds say "pointers" for
+# that copy; the byte-offset analysis, asked about exactly the bytes moved, says
+# characters.  Before, -O1 and up: "memcpy of pointers from memory without a shadow
+# into memory that has one".
+MEMBERS = _program(["string", "vector"], r"""
+struct Model {
+  std::vector<double> w_;
+  std::string name_;
+  Model(const double *w, int n) : w_(w, w + n), name_("model") {}
+  double energy() const {
+    double s = 0;
+    for (size_t i = 0; i + 1 < w_.size(); i++) s += w_[i] * w_[i + 1];
+    return s + name_.size() * w_.back();
+  }
+};
+double members(const double *x, int n) {
+  Model m(x, n);
+  Model copy = m;
+  copy.w_[0] *= 2.0;
+  return m.energy() + std::sin(copy.energy());
+}
+""", "members", [0.3, -1.2, 0.8, 2.0])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
 LIBRARY_PROGRAMS = {"algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
-                    "valarray": (VALARRAY, "expr")}
+                    "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members")}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])

@@ -3,7 +3,7 @@ people write them (not shaped for the engine): allocation wrappers, ``a = grow(a
 around realloc, a recursive BST insert that returns its argument or a fresh node, a
 pointer to constant text advanced through a non-inlined parser, mixed int/double
 structs copied by assignment, structs of pointers and doubles initialised from a
-constant and copied, a dynamic array grown by realloc in a non-inlined
+constant and copied, text copied into a record that holds pointers, a dynamic array grown by realloc in a non-inlined
 ``push``, an overlapping left-shift ``memmove``, and a global scratch array holding
 active intermediates.  Each program checks reverse and forward mode against analytic
 derivatives (or central differences) and prints ``FAIL`` lines; at -O0 and -O2."""
@@ -367,6 +367,48 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_copies_of_mixed_records(tmp_path, opt):
     run(tmp_path, RECORDS, opt)
+
+
+# A record with a heap pointer, a name pointing into its own buffer and text copied into
+# that buffer from a literal: the memcpy moves characters into an object that also
+# holds a pointer with a shadow ("memcpy of pointers from memory without a shadow into
+# memory that has one" at -O0, where the object is one alloca).
+NAMED = r"""
+typedef struct { double *data; char *name; char buf[16]; } Obj;
+static double energy(const Obj *o) { return o->data[0] * o->data[1] + strlen(o->name); }
+double f(const double *x, int n) {
+    Obj o;
+    o.data = malloc(2 * sizeof(double));
+    o.data[0] = x[0] * x[1];
+    o.data[1] = sin(x[1]);
+    o.name = o.buf;
+    memcpy(o.buf, "model", 6);
+    double r = energy(&o) * x[0];
+    free(o.data);
+    return r;
+}
+int main(void) {
+    double x[2] = {0.7, -0.4}, dx[2] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 2);
+    for (int k = 0; k < 2; k++) {
+        double h = 1e-6, xp[2] = {x[0], x[1]}, xm[2] = {x[0], x[1]};
+        xp[k] += h; xm[k] -= h;
+        double v[2] = {0};
+        v[k] = 1;
+        char what[16];
+        snprintf(what, sizeof what, "rev d%d", k);
+        check(what, dx[k], (f(xp, 2) - f(xm, 2)) / (2 * h));
+        snprintf(what, sizeof what, "fwd d%d", k);
+        check(what, __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 2), dx[k]);
+    }
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_text_copied_into_a_record_that_holds_pointers(tmp_path, opt):
+    run(tmp_path, NAMED, opt)
 
 
 @pytest.mark.parametrize("opt", OPTS)

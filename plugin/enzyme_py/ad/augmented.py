@@ -341,6 +341,11 @@ class AugmentedForward:
             if args[0] in act.shadowed:
                 kind = self._mem_kind(inst)
                 gen.mem_kind[inst] = kind
+                if kind == "ptr" and mem != "memset" and args[1] not in act.shadowed \
+                        and self._moves_only_integers(inst):
+                    # characters into an object that also holds pointers (a string
+                    # literal into std::string's inline buffer inside a C++ object)
+                    kind = gen.mem_kind[inst] = "int"
                 if kind in ("ptr", "zero"):
                     if mem != "memset" and args[1] not in act.shadowed:
                         raise ADError(
@@ -448,6 +453,16 @@ class AugmentedForward:
             if refined == kinds:
                 raise
             return self._mem_kind_of(inst, refined)
+
+    def _moves_only_integers(self, inst) -> bool:
+        """Whether the byte-offset analysis finds only integers in exactly the bytes a
+        memcpy moves, at both ends (the objects' kinds, which say 'ptr' for an object
+        holding pointers and integers, do not look at offsets)."""
+        from ..analysis.types import pointee_kinds
+        n = inst.args[2]
+        if not isinstance(n, ConstantInt):
+            return False
+        return pointee_kinds(inst.module, inst.args[:2], n.value) == {"int"}
 
     def _mem_kind_of(self, inst, kinds):
         # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
