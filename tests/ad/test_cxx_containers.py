@@ -347,10 +347,30 @@ double members(const double *x, int n) {
 """, "members", [0.3, -1.2, 0.8, 2.0])
 
 
+# std::variant of structs of one double: at -O0 its storage is copied as an i64 (the
+# alternative's constructor), and std::get returns a pointer into the variant, a local
+# of the function.  The integer copy moves the adjoint like a copy of the double it
+# holds (the byte-offset analysis finds exactly a double in those bytes at both ends);
+# and since the derivative of code that may throw is called through a guard, whose
+# frame is gone when the reverse sweep runs, a value read through a pointer into a
+# local whose address escaped is kept, not read again (read again, it was garbage).
+# Before, -O0: "an integer-typed copy of memory that may hold floating-point values".
+VARIANT = _program(["variant"], r"""
+struct Circle { double r; };
+struct Square { double s; };
+double shapes(const double *x, int n) {
+  std::variant<Circle, Square> a = Circle{x[0]}, b = Square{x[1]};
+  std::variant<Circle, int> c = Circle{x[2] * x[3]};
+  return std::get<Circle>(a).r * std::get<Square>(b).s + std::sin(std::get<Circle>(c).r) * x[1];
+}
+""", "shapes", [0.3, -1.2, 0.8, 2.0])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
 LIBRARY_PROGRAMS = {"algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
-                    "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members")}
+                    "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
+                    "variant": (VARIANT, "shapes")}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])

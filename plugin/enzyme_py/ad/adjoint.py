@@ -121,6 +121,13 @@ class AdjointSweep:
             e.store(zero(v.type), sp, inst.align)
             if v in self.act.active:
                 gen._add(v, t)
+        elif inst in gen.float_copies:
+            # an integer copy of a double (float): its adjoint moves back to the source
+            load, ty = gen.float_copies[inst]
+            sp, ss = gen.shadow(p, b), gen.shadow(load.operand(0), b)
+            t = e.load(ty, sp, inst.align)
+            e.store(zero(ty), sp, inst.align)
+            e.store(e.fadd(e.load(ty, ss, load.align), t), ss, load.align)
         if inst in self.ow.restores:
             self._rev_restore(inst, b)
 

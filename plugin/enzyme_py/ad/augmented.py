@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..analysis.activity import floatish, pointer_aggregate
 from ..analysis.effects import call_effect
 from ..ir import types as T
-from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, ExtractValue, GEP,
+from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, ExtractValue, GEP,
                                InsertValue, Invoke, Load, Phi, Ret, Select, Store)
 from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi
@@ -49,6 +49,7 @@ class AugmentedForward:
         gen.write_sizes = {}    # libc call -> [(argument, bytes written)]
         gen.out_shadows = {}    # posix_memalign -> the shadow of its out-pointer
         gen.mem_fields = {}     # mixed-struct copy -> its float fields
+        gen.float_copies = {}   # integer store copying a double/float -> its load, type
 
     def build(self):
         gen = self.gen
@@ -262,6 +263,10 @@ class AugmentedForward:
                         sv.insert_after(A)
                         Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
                     return
+                ty = self._float_copy(v, inst)
+                if ty is not None:
+                    gen.float_copies[inst] = (v, ty)
+                    return
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
@@ -269,6 +274,27 @@ class AugmentedForward:
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+
+    def _float_copy(self, load, store):
+        """The float type an integer load/store pair copies (a small struct copied as an
+        ``i64`` at -O0: ``std::variant``'s storage), when the byte-offset analysis finds
+        exactly one floating-point type of the integer's width in the bytes moved, at
+        both ends, and nothing between the two writes memory; else None.  Its reverse
+        moves the adjoint like a copy of that type."""
+        from ..analysis.types import pointee_kinds
+        want = {64: ("double", T.double), 32: ("float", T.float)}.get(load.type.width)
+        if want is None or self.gen.parallel or load.parent is not store.parent:
+            return None
+        ptrs = [load.operand(0), store.operand(1)]
+        if pointee_kinds(self.ctx.module, ptrs, load.type.width // 8,
+                         exclude=(load, store)) != {want[0]}:
+            return None
+        blk = load.parent.instructions
+        for i in blk[blk.index(load) + 1:blk.index(store)]:
+            if isinstance(i, (Store, AtomicRMW, CmpXchg)) or isinstance(i, Call) and \
+                    not (i.callee_name or "").startswith(("llvm.lifetime.", "llvm.dbg.")):
+                return None
+        return want[1]
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its

@@ -26,7 +26,7 @@ from ..ir.attributes import resolved
 from ..ir.instructions import Br, Call, Invoke
 from ..ir.values import ConstantInt, ConstantNull
 
-__all__ = ["strip_invokes", "may_unwind", "guarded", "personality_of"]
+__all__ = ["strip_invokes", "may_unwind", "is_guarded", "guarded", "personality_of"]
 
 UNWOUND = "__enzyme_py_unwound"
 
@@ -123,14 +123,21 @@ def _unwound(module):
     return fn
 
 
+def is_guarded(module, fn) -> bool:
+    """Whether calls of functions generated for ``fn`` go through a guard
+    (:func:`guarded`).  The guard is a function of its own, so what the augmented forward
+    sweep keeps in its frame is gone when the reverse sweep runs (the overwrite
+    analysis's ``frame_persists``); unguarded, both sweeps of a combined gradient are
+    inlined into the caller's frame."""
+    return may_unwind(module, fn) and personality_of(module) is not None
+
+
 def guarded(module, fn, what: str):
     """``fn`` itself when it cannot unwind; else a wrapper of the same type that calls
     it and aborts with a message naming ``what`` when an exception comes out."""
-    if not may_unwind(module, fn):
-        return fn
+    if not is_guarded(module, fn):
+        return fn   # (no C++ runtime in the program: nothing can throw a C++ exception)
     pers = personality_of(module)
-    if pers is None:
-        return fn   # no C++ runtime in the program: nothing can throw a C++ exception
     name = f"{fn.name}.guard"
     g = module.get_function(name)
     if g is not None:

@@ -125,6 +125,40 @@ def underlying_objects(p, dl, limit=64):
     return out
 
 
+_NO_CAPTURE_CALLS = ("llvm.lifetime.", "llvm.dbg.", "llvm.memcpy.", "llvm.memmove.",
+                     "llvm.memset.", "llvm.assume", "llvm.experimental.noalias.scope.decl")
+
+
+def _escapes(alloca) -> bool:
+    """Whether the address of ``alloca`` (or a pointer derived from it) leaves the
+    function's view: stored as a value, passed to a call that may keep or return it,
+    returned, or turned into an integer."""
+    work, seen = [alloca], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (GEP, Phi, Select)) or \
+                    isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
+                work.append(user)
+            elif isinstance(user, Load):
+                continue
+            elif isinstance(user, Store):
+                if u.index == 0:
+                    return True
+            elif isinstance(user, Call):
+                if not (user.callee_name or "").startswith(_NO_CAPTURE_CALLS):
+                    return True
+            elif getattr(user, "opcode", None) == "icmp":
+                continue
+            else:
+                return True
+    return False
+
+
 def _memory_writes(attrs):
     """From function attributes (an ``Attributes``, groups resolved): None (no write),
     'args' (argument memory only) or 'all'.  Returns 'all' when nothing is said; of
@@ -291,10 +325,13 @@ class Overwrite:
     the callee's own analysis may assume); the stores that must be undone for that are
     in ``restores`` too."""
 
-    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset()):
+    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset(),
+                 frame_persists=True):
         self.fn = fn
         self.stable_args = stable_args
         self.noalias_args = noalias_args
+        self.frame_persists = frame_persists
+        self._escaping = None
         module = getattr(fn, "parent", None)
         dl = module.datalayout
         self._dl = dl
@@ -414,8 +451,22 @@ class Overwrite:
         if o.kind == CONST:
             return True
         if self.stable_args is True:
-            return o.kind != LOCAL
+            # memory reached through a loaded (or returned) pointer: the caller's, or a
+            # local of this function whose address escaped -- gone by the reverse sweep
+            # when the forward sweep's frame is (a guarded call, see ``frame_persists``)
+            return o.kind != LOCAL and (o.kind != UNKNOWN or self.frame_persists
+                                        or not self._locals_escape())
         return bool(self.stable_args) and o.kind == ARG and o.value.index in self.stable_args
+
+    def _locals_escape(self) -> bool:
+        """Whether the address of any local (``alloca``) of the function escapes: is
+        stored, passed to a call (other than lifetime markers and memory intrinsics),
+        returned or converted to an integer -- so a pointer loaded from memory or
+        returned by a call may point into this function's frame."""
+        if self._escaping is None:
+            self._escaping = any(_escapes(a) for b in self.fn.blocks
+                                 for a in b.instructions if isinstance(a, Alloca))
+        return self._escaping
 
     def _undoable(self, st, wb, b, dl):
         """Whether the reverse may undo ``st`` (in block ``wb``) for a read in block

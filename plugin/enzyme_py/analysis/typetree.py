@@ -180,14 +180,17 @@ class MemoryTypes:
         """The kinds of the ``size`` bytes at ``p + offset`` (None: to the end of the
         object); an empty set where nothing is known (or ``p`` was not analysed).  For a
         value of a helper analysed per call site: the kinds in any of its contexts.
-        ``exclude``: an access not to count (the one being asked about)."""
+        ``exclude``: an access not to count (the one being asked about), or a tuple of
+        them (a load and the store that copies its value)."""
         out = set()
+        ex = frozenset(exclude if isinstance(exclude, tuple) else
+                       () if exclude is None else (exclude,))
         for n in self._nodes(p):
             root, off = self._find(n)
             lo = off + offset
             for o, fs in root.facts.items():
                 for (kind, nb), srcs in fs.items():
-                    if (exclude is None or srcs - {exclude}) \
+                    if (not ex or srcs - ex) \
                             and self._overlaps(root.period, o, nb, lo, size):
                         out.add(kind)
         return out
