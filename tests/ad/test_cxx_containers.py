@@ -307,16 +307,21 @@ double window(const double *x, int n) {
 # function pointer the closure's constructor keeps beside a reference to the data (at -O0
 # a non-inlined constructor: the pointer's "shadow" is itself, since it points at code),
 # sum(), max(), inner_product with a std::array.  Before, -O0: "a pointer without a
-# shadow ... is mixed with pointers that have shadows" in _FunBase's constructor.
+# shadow ... is mixed with pointers that have shadows" in _FunBase's constructor.  And
+# `v * v + 1.5`, whose closure holds two references and the scalar by value, copied
+# whole by a non-inlined constructor at -O0 (pointers loaded from memory: no declared
+# layout; the byte-offset analysis gives it): before, "memcpy/memset over memory that
+# mixes floating-point values and pointers is not supported yet".
 VALARRAY = _program(["array", "numeric", "valarray"], r"""
 static double cube(double t) { return t * t * t; }
 double expr(const double *x, int n) {
   std::valarray<double> v(x, n);
   std::valarray<double> w = v * v + std::sin(v);
+  std::valarray<double> u = v * v + 1.5;
   std::array<double, 4> a{};
   for (int i = 0; i < 4; i++) a[i] = w[i % n] * (i + 1);
   return w.sum() + std::inner_product(a.begin(), a.end(), std::begin(w), 0.0)
-         + v.apply(cube).max();
+         + v.apply(cube).max() + u.sum() * u[1];
 }
 """, "expr", [0.3, -1.2, 0.8, 2.0])
 

@@ -545,9 +545,10 @@ class AugmentedForward:
 
     def _float_fields(self, inst, pointers=False):
         """A struct copy (memcpy of a constant size) by the declared layout of either
-        side: the (offset, 'double'/'float', bytes) runs of its floating-point fields
-        (``pointers``: pointer fields may be among the other bytes)."""
-        from ..analysis.types import float_fields, tbaa_struct_fields
+        side (else the byte-offset analysis's): the (offset, 'double'/'float', bytes)
+        runs of its floating-point fields (``pointers``: pointer fields may be among the
+        other bytes)."""
+        from ..analysis.types import float_fields, tbaa_struct_fields, tree_float_fields
         n = inst.args[2]
         if not isinstance(n, ConstantInt):
             return None
@@ -556,7 +557,11 @@ class AugmentedForward:
             got = float_fields(p, n.value, dl, pointers=pointers)
             if got is not None:
                 return got
-        return tbaa_struct_fields(inst, n.value, pointers=pointers)
+        got = tbaa_struct_fields(inst, n.value, pointers=pointers)
+        if got is not None:
+            return got
+        # no declared layout (pointers loaded from memory at -O0): the byte-offset one
+        return tree_float_fields(self.ctx.module, inst.args[:2], n.value, pointers=pointers)
 
     def _aug_mixed_copy(self, inst, A):
         """The forward sweep of a struct copy mixing pointer and floating-point fields:

@@ -323,6 +323,43 @@ def float_fields(p, nbytes, datalayout, most=64, pointers=False):
     return runs
 
 
+def tree_float_fields(module, ptrs, nbytes, most=64, pointers=False):
+    """The floating-point values among the ``nbytes`` at each pointer by the byte-offset
+    analysis (``typetree``), for a copy whose layout nothing declares (its pointers
+    loaded from memory at -O0): runs as ``float_fields`` gives them, when both ends
+    hold, in each 4-byte step, exactly one double (8 bytes), exactly one float, or only
+    integers (and, with ``pointers``, pointers); None where a byte is unknown, kinds
+    mix within a step, or there are more than ``most`` runs."""
+    from .typetree import MemoryTypes
+    if nbytes % 4 or nbytes > 4096:
+        return None
+    types = MemoryTypes.of(module, ptrs)
+
+    def at(off, n):
+        out = set()
+        for p in ptrs:
+            out |= types.kinds(p, off, n)
+        return out
+    other = {"int", "ptr"} if pointers else {"int"}
+    runs, off = [], 0
+    while off < nbytes:
+        if off + 8 <= nbytes and at(off, 8) == {"double"}:
+            run = (off, "double", 8)
+        elif at(off, 4) == {"float"}:
+            run = (off, "float", 4)
+        elif at(off, 4) and at(off, 4) <= other:
+            off += 4
+            continue
+        else:
+            return None
+        if runs and runs[-1][1] == run[1] and runs[-1][0] + runs[-1][2] == off:
+            runs[-1] = (runs[-1][0], run[1], runs[-1][2] + run[2])
+        else:
+            runs.append(run)
+        off += run[2]
+    return runs if len(runs) <= most else None
+
+
 def tbaa_struct_fields(inst, nbytes, most=64, pointers=False):
     """The floating-point fields a memcpy moves by its ``!tbaa.struct`` (clang's list of
     ``offset, size, type`` of a struct assignment's fields): runs as ``float_fields``
