@@ -383,6 +383,7 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
         out.append(_coerce(e, bnd.value, pty, loc))
         if bnd.kind == "dup":
             sty = T.ptr if pty.is_pointer else pty
+            byval = _byval_type(fn.args[bnd.index])
             if bnd.dupv is not None:
                 base, stride = bnd.dupv
                 base = _coerce(e, base, T.ptr, loc)
@@ -390,10 +391,36 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
                 for k in lanes:
                     off = e.binop("mul", stride, ConstantInt(T.i64, k)) if k else None
                     q = e.gep_bytes(base, off) if off is not None else base
-                    out.append(q if pty.is_pointer else e.load(pty, q))
+                    out.append((_private_copy(e, site, q, byval) if byval else q)
+                               if pty.is_pointer else e.load(pty, q))
             else:
-                out.extend(_coerce(e, bnd.shadows[k], sty, loc) for k in lanes)
+                for k in lanes:
+                    s = _coerce(e, bnd.shadows[k], sty, loc)
+                    out.append(_private_copy(e, site, s, byval) if byval else s)
     return out
+
+
+def _byval_type(arg):
+    """The type of a struct parameter passed by value in memory (``byval(T)``), else
+    None."""
+    text = Attributes.parse(arg.attrs).arg("byval")
+    if text is None:
+        return None
+    from ..ir.parser import Parser
+    return Parser(arg.parent.parent, text).parse_type()
+
+
+def _private_copy(e, site, p, ty):
+    """A copy of the ``ty`` at ``p`` in the caller's frame: the shadow of a struct passed
+    by value is passed by value too (the call site's ``byval``), so the derivative
+    may update it -- a tangent, an adjoint -- without touching the caller's object,
+    which the optimiser may have folded or placed in read-only data."""
+    a = Alloca(ty, align=16)
+    site.call.function.entry_block.insert(0, a)
+    size = site.call.module.datalayout.size_in_bytes(ty)
+    memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+    e.call(memcpy, [a, p, ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+    return a
 
 
 def _pack(e, site, values, module, loc):

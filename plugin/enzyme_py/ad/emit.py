@@ -61,6 +61,25 @@ def acc_zero(ty):
     return zero(ty)
 
 
+def keep_byval(primal, fn, kinds, width=1) -> None:
+    """Give the parameters of a generated function ``fn`` that pass a by-value
+    aggregate of ``primal`` (``byval(T)``) the same attribute: the call then hands the
+    function its own copy, as it does the primal, so its writes to the copy (a struct
+    argument updated in place) reach neither the caller's object nor, for a constant
+    argument, read-only data.  Shadows (``kinds`` "dup", ``width`` of them) stay plain
+    pointers: a caller inside the derivative passes its own shadow, whose adjoints
+    must come back; at an ``__enzyme_*`` call site the shadow is a private copy
+    (``callsite._private_copy``)."""
+    from ..ir.attributes import Attributes
+    i = 0
+    for a, k in zip(primal.args, kinds):
+        attrs = Attributes.parse(a.attrs)
+        if attrs.has("byval"):
+            fn.args[i].attrs = str(Attributes([t for t in attrs if t.kind == "word"
+                                               and t.name in ("byval", "align")]))
+        i += 1 + (width if k == "dup" else 0)
+
+
 def copy_body(src, dst, vmap):
     """Append a copy of ``src``'s blocks to the function ``dst``.
 

@@ -33,7 +33,8 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
-from .emit import Emitter, copy_body, made_of_own_shadows, no_pointer_set_yet, passes_shadow, zero
+from .emit import (Emitter, copy_body, keep_byval, made_of_own_shadows, no_pointer_set_yet,
+                   passes_shadow, zero)
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind
@@ -92,6 +93,7 @@ class ForwardGen:
         self.fn = ctx.module.add_function(f"fwddiffe{w}_{base}", T.FunctionType(fret, params),
                                           linkage="internal",
                                           fn_attrs=ctx.rctx.attrs_for(primal))
+        keep_byval(primal, self.fn, kinds, width)
 
     # ------------------------------------------------------------------ setup
     def generate(self):

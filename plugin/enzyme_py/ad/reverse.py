@@ -42,7 +42,8 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
-from .emit import Emitter, Lazy, acc_zero, made_of_own_shadows, no_pointer_set_yet
+from .emit import (Emitter, Lazy, acc_zero, keep_byval, made_of_own_shadows,
+                   no_pointer_set_yet)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
@@ -242,6 +243,8 @@ class ReverseGen:
                                   linkage="internal", fn_attrs=attrs)
         self.rev = m.add_function(f"diffe_{base}", T.FunctionType(self.out_type, rev_params),
                                   linkage="internal", fn_attrs=attrs)
+        keep_byval(primal, self.aug, kinds)
+        keep_byval(primal, self.rev, kinds)
 
     # ------------------------------------------------------------------ setup
     def generate(self):

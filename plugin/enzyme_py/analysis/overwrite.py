@@ -117,7 +117,9 @@ def underlying_objects(p, dl, limit=64):
         elif isinstance(v, Call) and (v.callee_name or "") in ALLOC_NAMES:
             out.append(_Obj(LOCAL, v, off))
         elif isinstance(v, Argument):
-            out.append(_Obj(ARG, v, off))
+            # a by-value aggregate is the function's own copy, gone after it returns
+            byval = "byval(" in (v.attrs or "")
+            out.append(_Obj(LOCAL if byval else ARG, v, off))
         elif getattr(v, "is_global", False) and hasattr(v, "value_type"):
             out.append(_Obj(CONST if getattr(v, "is_constant", False) else GLOBAL, v, off))
         else:

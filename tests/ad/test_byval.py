@@ -1,0 +1,95 @@
+"""Structs passed by value in memory (``byval``: on x86-64, more than 16 bytes) to the
+function differentiated, which updates its copy through a non-inlined call before
+using it.  The generated functions' parameters lacked ``byval``, so the call site
+handed them the caller's object itself -- here a constant initialiser in read-only
+data -- and the callee's write went there: the derivative was taken at the unscaled
+value (reverse and forward wrong at -O1/-O2, forward at -O0; real Enzyme 15 is right).
+Now they take ``byval`` like the primal, and the overwrite analysis counts a by-value
+parameter as the function's own local memory (its values are kept for the reverse
+sweep, not read again from a fresh copy).  The shadow of such an argument, passed by
+value at the call site too, is given to the derivative as a private copy: the tangent
+the callee updates is not the caller's (at -O2 clang passes a constant initialiser
+there; writing it gave d/db = 0)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import enzyme_cc
+from test_never_silent import PRELUDE
+
+C_PROGRAM = PRELUDE + r"""
+typedef struct { double a, b, c, d; } Params;
+__attribute__((noinline)) static void rescale(Params *p, double s) { p->a *= s; p->c += s * p->b; }
+double g(Params p, double x) {
+    rescale(&p, x);
+    return sin(p.a) + p.c * p.d;
+}
+/* d/dx, and the tangents along p.a, p.b, p.d */
+int main(void) {
+    Params p = {0.7, 1.3, -0.4, 2.0}, dp = {0, 0, 0, 0};
+    double x = 0.9, ca = cos(p.a * x);
+    double want_x = ca * p.a + p.b * p.d;
+    check("reverse d/dx", __enzyme_autodiff_d((void *)g, enzyme_dup, p, dp, x), want_x);
+    Params t = {1, 0, 0, 0};
+    Params z = {0, 0, 0, 0};
+    check("forward d/dx", __enzyme_fwddiff_d((void *)g, enzyme_dup, p, z, x, 1.0), want_x);
+    check("forward d/da", __enzyme_fwddiff_d((void *)g, enzyme_dup, p, t, enzyme_const, x), ca * x);
+    t = z; t.b = 1;
+    check("forward d/db", __enzyme_fwddiff_d((void *)g, enzyme_dup, p, t, enzyme_const, x), x * p.d);
+    t = z; t.d = 1;
+    check("forward d/dd", __enzyme_fwddiff_d((void *)g, enzyme_dup, p, t, enzyme_const, x),
+          p.c + x * p.b);
+    return fails != 0;
+}
+"""
+
+CXX_PROGRAM = r"""
+#include <cmath>
+#include <cstdio>
+extern "C" { int enzyme_dup, enzyme_const, enzyme_out; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Vec3 {
+  double x, y, z;
+  __attribute__((noinline)) void scale(double s) { x *= s; y *= s; z *= s; }
+};
+double field(Vec3 v, double s) {
+  v.scale(s);
+  return std::sin(v.x) + v.y * v.z;     // v = s v0: d/ds = cos(s x0) x0 + 2 s y0 z0
+}
+int main() {
+  Vec3 v{0.7, 1.3, -0.4}, dv{0, 0, 0};
+  double s = 0.9, want = std::cos(s * 0.7) * 0.7 + 2 * s * 1.3 * -0.4;
+  double r = __enzyme_autodiff((void *)field, enzyme_dup, v, dv, enzyme_out, s);
+  double f = __enzyme_fwddiff((void *)field, enzyme_dup, v, dv, s, 1.0);
+  std::printf("%.17g %.17g %.17g\n", r, f, want);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_struct_by_value_updated_by_a_call(tmp_path, opt):
+    src = Path(tmp_path) / "b.c"
+    src.write_text(C_PROGRAM)
+    exe = Path(tmp_path) / "b"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok ") == 5, out.stdout
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_cxx_value_object_scaled_by_a_member(tmp_path, opt):
+    src = Path(tmp_path) / "v.cpp"
+    src.write_text(CXX_PROGRAM)
+    exe = Path(tmp_path) / "v"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    rev, fwd, want = (float(t) for t in out.stdout.split())
+    assert rev == pytest.approx(want, rel=1e-13) and fwd == pytest.approx(want, rel=1e-13)
