@@ -2,7 +2,8 @@
 normal paths differentiated as calls; a try/catch inside the function), std::string,
 std::vector growth (push_back with relocation and
 operator new/delete), a helper that may throw; a throw inside a derivative at run time
-aborts with a message on stderr instead of unwinding with the tape half built.  Reverse
+aborts with a message on stderr instead of unwinding with the tape half built; an
+exception thrown and caught inside a helper that carries no derivative is caught.  Reverse
 and forward mode at -O0 and -O2, against analytic values and central differences."""
 
 from __future__ import annotations
@@ -118,3 +119,48 @@ def test_throw_inside_the_derivative_aborts_with_a_message(built):
     assert "caught" not in out.stdout
     assert "enzyme: an exception was thrown inside the derivative of '_Z4lossPKdi'" \
         in out.stderr
+
+
+# A helper that carries no derivative (an int in, an int out) and throws and catches its
+# own exception: derivative code calls the program's function, not its private copy
+# (whose landing pads the AD pass drops), so the catch still happens.  Before, the key
+# that throws aborted every derivative: "an exception was thrown inside the derivative".
+CAUGHT_INSIDE = r"""
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+extern "C" { int enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+static std::map<int, int> config = {{1, 3}};
+__attribute__((noinline)) int get_order(int key) {
+  try { return config.at(key); } catch (const std::out_of_range &) { return 2; }
+}
+double series(double x, int key) {
+  int m = get_order(key);
+  double s = 0, t = 1;
+  for (int k = 0; k < m; ++k) { s += t; t *= x / (k + 1); }
+  return s;                     // key 1: 1 + x + x^2/2; key 3 (not in the map): 1 + x
+}
+int main() {
+  double x = 0.7;
+  std::printf("%.17g %.17g %.17g %.17g\n",
+              __enzyme_autodiff((void *)series, x, enzyme_const, 1),
+              __enzyme_fwddiff((void *)series, x, 1.0, enzyme_const, 1),
+              __enzyme_autodiff((void *)series, x, enzyme_const, 3),
+              __enzyme_fwddiff((void *)series, x, 1.0, enzyme_const, 3));
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_exception_caught_inside_an_inactive_helper(tmp_path, opt):
+    src = Path(tmp_path) / "c.cpp"
+    src.write_text(CAUGHT_INSIDE)
+    exe = Path(tmp_path) / "c"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [float(v) for v in out.stdout.split()] == pytest.approx([1.7, 1.7, 1.0, 1.0],
+                                                                   rel=1e-14)

@@ -396,6 +396,7 @@ class AugmentedForward:
             if inst not in act.active:
                 return
         if not involved:
+            self.ctx.call_original(A)
             return
         if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self.gen, inst, A):
             return

@@ -517,6 +517,7 @@ class ForwardGen:
                         self._memset0(dsts[k], self.P_(args[2]))
             return
         if not self._involved(inst):
+            self.ctx.rctx.call_original(A)
             return
         if orig in reg.inactive_fns or ekind in ("inactive", "writes"):
             return

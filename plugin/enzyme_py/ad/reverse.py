@@ -165,6 +165,17 @@ class Context:
     def fname(self, fn):
         return self.names.get(fn, fn.name)
 
+    def call_original(self, call) -> None:
+        """A call in generated code that carries no derivative goes to the program's own
+        function rather than its private copy, which drops what the AD pass cannot
+        differentiate -- an exception thrown and caught inside (``unwind.py``) would
+        otherwise escape from the copy and abort the run."""
+        callee = call.called_function
+        name = self.names.get(callee) if callee is not None else None
+        orig = self.module.get_function(name) if name is not None else None
+        if orig is not None:
+            call.callee = orig
+
 
 
 def unsupported_return(site, fn, name):
