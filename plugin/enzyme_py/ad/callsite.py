@@ -15,7 +15,7 @@ from ..ir import types as T
 from ..ir.attributes import Attributes
 from ..ir.instructions import Call, Cast, Load, Invoke
 from ..ir.instructions import Alloca
-from ..ir.values import ConstantFP, ConstantInt, ZeroInit
+from ..ir.values import ConstantFP, ConstantInt, Undef, ZeroInit
 from .runtime import TAPE_TYPE
 from .emit import Emitter
 from .errors import CallSiteError, MissingDefinitionError
@@ -236,9 +236,30 @@ def parse_site(call, mode) -> AutodiffSite:
                                 + ("s, one per lane" if W > 1 else ""))
         return sh, i + 1 + W
 
+    def valueless(i):
+        """``__enzyme_augmentsize(f, enzyme_dup, enzyme_const)``: the activity markers
+        alone, no values after them (the tape's size depends on the activity only), as
+        Enzyme accepts it."""
+        return mode == "size" and (i + 1 >= len(args) or marker_of(args[i + 1]) is not None)
+
     while i < len(args) and p < len(params):
         a = args[i]
         mk = marker_of(a)
+        if mk is not None and valueless(i) and mk in ("enzyme_dup", "enzyme_dupnoneed",
+                                                      "enzyme_const", "enzyme_out"):
+            site.markers.append(a)
+            kind = "dup" if mk.startswith("enzyme_dup") else mk[len("enzyme_"):]
+            ty = params[p].type
+            if kind == "dup" and not ty.is_pointer or kind == "out" and not floatish(ty):
+                raise CallSiteError(f"{mk} on parameter {p + 1} of '{target.name}', of type "
+                                    f"{ty}", location=loc, hint="enzyme_dup is for pointers, "
+                                    "enzyme_out for floating-point values")
+            site.bindings.append(ParamBinding(p, kind, Undef(ty),
+                                              [Undef(ty)] * site.width if kind == "dup"
+                                              else [], None, mk == "enzyme_dupnoneed"))
+            i += 1
+            p += 1
+            continue
         if mk is not None:
             site.markers.append(a)
             if mk not in MARKERS or mk in BATCH_MARKERS:
