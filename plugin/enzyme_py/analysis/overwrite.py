@@ -3,13 +3,15 @@
 The reverse sweep runs after the whole forward sweep.  A load can be recomputed
 there when the memory it reads
 
-* is still alive (not a local ``alloca`` of the augmented forward function, not heap
-  memory the function may free): arguments of a function whose caller keeps them
-  unchanged until the reverse sweep (``stable_args``: the function differentiated
-  at an ``__enzyme_autodiff`` call site, all of them; a callee, those its caller's
-  analysis proves, ``callee_stable``), globals and memory reached through pointers
-  loaded from such memory (at an ``__enzyme_autodiff`` call site); constant globals
-  always;
+* is still alive (not a local ``alloca`` of the augmented forward function nor a
+  by-value (``byval``) argument, its own copy; not heap memory the function may free):
+  arguments of a function whose caller keeps them unchanged until the reverse sweep
+  (``stable_args``: the function differentiated at an ``__enzyme_autodiff`` call site,
+  all of them; a callee, those its caller's analysis proves, ``callee_stable``),
+  globals and memory reached through pointers loaded from such memory or returned by
+  calls (at an ``__enzyme_autodiff`` call site: when both sweeps share the caller's
+  frame, ``frame_persists``, or no local's address escapes -- else such a pointer may
+  lead into a frame that is gone); constant globals always;
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
