@@ -208,3 +208,62 @@ def test_libm_functions_through_pointers(tmp_path, opt):
             2 / math.cosh(2 * x) ** 2 + math.exp(x), 2 * math.cos(2 * x) + 2 * x,
             -2 * math.sin(2 * x) + math.exp(x), 2 / math.cosh(2 * x) ** 2 + 2 * x]
     assert v["rev"] == pytest.approx(want, rel=1e-13)
+
+
+# Pointers to member functions, kept in memory and called in a non-inlined helper: the
+# callee is a phi of a vtable slot (virtual members) and the pointer itself (the others),
+# read from an object that carries derivatives.  A pointer that is only ever called is
+# code, its own "shadow"; before: "a pointer without a shadow ... is mixed with
+# pointers that have shadows" (-O0 and -O2).
+MEMBER_POINTERS = r"""
+#include <cmath>
+#include <cstdio>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Shape {
+  double a, b;
+  virtual double area(double s) const { return a * b * s; }
+  double perimeter(double s) const { return 2 * (a + b) * std::sin(s); }
+  virtual ~Shape() {}
+};
+struct Ellipse : Shape {
+  double area(double s) const override { return 3.14159 * a * b * s * s; }
+};
+typedef double (Shape::*Measure)(double) const;
+__attribute__((noinline)) double apply(const Shape &sh, const Measure &m, double s) {
+  return (sh.*m)(s);
+}
+double f(const double *x, int n) {
+  Shape r;
+  r.a = x[0]; r.b = x[1];
+  Ellipse e;
+  e.a = x[1] * x[2]; e.b = x[0];
+  Measure ms[2] = {&Shape::area, &Shape::perimeter};
+  double s = 0;
+  for (int k = 0; k < n; k++) s += apply(k % 2 ? (const Shape &)e : r, ms[k % 2 ? 0 : 1], x[k]);
+  return s + apply(e, ms[0], 0.5);
+}
+int main() {
+  const int n = 3;
+  double x[n] = {0.6, -1.1, 0.35}, dx[n] = {0};
+  __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, n);
+  std::printf("rev"); for (int k = 0; k < n; k++) std::printf(" %.17g", dx[k]);
+  std::printf("\nfwd");
+  for (int k = 0; k < n; k++) { double t[n] = {0}; t[k] = 1;
+    std::printf(" %.17g", __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, n)); }
+  std::printf("\nfd");
+  for (int k = 0; k < n; k++) { double s = x[k], h = 1e-6; x[k] = s + h; double fp = f(x, n);
+    x[k] = s - h; double fm = f(x, n); x[k] = s; std::printf(" %.17g", (fp - fm) / (2 * h)); }
+  std::printf("\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_pointers_to_member_functions(tmp_path, opt):
+    r, exe = _build(tmp_path, "pmf.cpp", MEMBER_POINTERS, opt, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    _check(parse_values(out.stdout))

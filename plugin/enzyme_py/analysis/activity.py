@@ -219,6 +219,8 @@ class Activity:
             if isinstance(i, InsertValue):
                 return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed \
                     else None
+        if ty.is_pointer and isinstance(i, (Load, Phi, Select, Cast)) and _code_pointer(i):
+            return None     # a function called through it: code, its own "shadow"
         if ty.is_pointer or pointer_aggregate(ty):
             if isinstance(i, Alloca):
                 st = self.slots.get(i)
@@ -413,6 +415,34 @@ def struct_return_origin(p):
         if c is not None and not c.is_declaration:
             return c.name.removesuffix(".enzyme")
     return None
+
+
+def _code_pointer(v, limit=16) -> bool:
+    """Whether the pointer ``v`` is only ever called (the callee of calls, through phis,
+    selects and casts; compared, as a dispatch does): a function, not data -- a C++
+    pointer to member function, whose callee is a vtable slot or the pointer itself
+    by a phi, even when the object it is read from carries derivatives."""
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if len(seen) > limit:
+            return False
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, Call):
+                if u.index != user.num_operands - 1 or x in user.args:
+                    return False
+            elif isinstance(user, (Phi, Select)) or \
+                    isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
+                if isinstance(user, Select) and u.index == 0:
+                    return False
+                work.append(user)
+            elif getattr(user, "opcode", None) != "icmp":
+                return False
+    return bool(v.uses)
 
 
 def _fresh_block(call) -> bool:
