@@ -105,12 +105,15 @@ int main() {
 
 ERRORS = r"""
 #include <enzyme.h>
+#include <stdlib.h>
 typedef struct { double d[2]; } D2;
 typedef struct { double d[4]; } D4;
 D2 __enzyme_autodiff_w2(void *, ...);
 D4 __enzyme_batch_4(void *, ...);
 double inplace(double *x) { x[0] = x[0] * x[0]; return x[0]; }
 double sq(double x, double y) { return x * x + y; }
+void square(const double *in, double *out, int n) { for (int i = 0; i < n; i++) out[i] = in[i] * in[i]; }
+double noisy(const double *x) { return x[0] * (1.0 + 1e-3 * (rand() % 7)); }
 int main(int argc, char **argv) {
   double x[1] = {2}, d0[1] = {0}, d1[1] = {0};
 #if CASE == 1
@@ -125,6 +128,11 @@ int main(int argc, char **argv) {
   __enzyme_batch_4((void *)sq, enzyme_width, 4, enzyme_dup, 1.0, 2.0, 3.0, 4.0, enzyme_scalar, 0.5);
 #elif CASE == 6
   __enzyme_autodiff_w2((void *)sq, enzyme_width, 2, enzyme_scalar, 1.0, 2.0);
+#elif CASE == 7
+  __enzyme_autodiff_w2((void *)square, enzyme_width, 2, enzyme_dup, x, d0, d1,
+                       enzyme_dup, x, d0, d1, enzyme_const, 1);
+#elif CASE == 8
+  __enzyme_autodiff_w2((void *)noisy, enzyme_width, 2, x, d0, d1);
 #endif
   return 0;
 }
@@ -157,18 +165,26 @@ def test_vector_reverse_matches_separate_calls(tmp_path, opt):
 
 
 @pytest.mark.parametrize("case,message", [
-    (1, "e.c:11:3: error: __enzyme_autodiff_w2: enzyme_width 2 (vector reverse mode) needs "
+    (1, "e.c:14:3: error: __enzyme_autodiff_w2: enzyme_width 2 (vector reverse mode) needs "
         "'inplace' to give the same result when run again, but it may read parameter 1, "
         "which it writes"),
-    (2, "e.c:13:3: error: width mismatch: __enzyme_autodiff_w2 returns { double, double } "
+    (2, "e.c:16:3: error: width mismatch: __enzyme_autodiff_w2 returns { double, double } "
         "(16 bytes) but the call produces 8 value(s) (enzyme_width 4)"),
-    (3, "e.c:15:3: error: missing argument shadow for parameter 1 of 'inplace' after the value "
+    (3, "e.c:18:3: error: missing argument shadow for parameter 1 of 'inplace' after the value "
         "(width mismatch: enzyme_width 2 needs 2 shadows)"),
-    (4, "e.c:17:3: error: __enzyme_batch_4: parameter 1 of 'sq' needs 4 value(s), one per "
+    (4, "e.c:20:3: error: __enzyme_batch_4: parameter 1 of 'sq' needs 4 value(s), one per "
         "lane (width mismatch: enzyme_width 4): found the marker enzyme_scalar"),
-    (5, "e.c:19:3: error: __enzyme_batch_4: enzyme_dup is not a batch marker"),
-    (6, "e.c:21:3: error: illegal enzyme metadata classification 'enzyme_scalar' "
+    (5, "e.c:22:3: error: __enzyme_batch_4: enzyme_dup is not a batch marker"),
+    (6, "e.c:24:3: error: illegal enzyme metadata classification 'enzyme_scalar' "
         "(a __enzyme_batch marker)"),
+    # in place, f(x, x): lane 2 ran on the squares of lane 1 (x = 1 16 81, not 1 4 9)
+    (7, "e.c:26:3: error: __enzyme_autodiff_w2: enzyme_width 2 (vector reverse mode) needs "
+        "'square' to give the same result when run again, but it may read parameter 1, "
+        "which it writes"),
+    # the generator's state: lane 2 drew other numbers than lane 1
+    (8, "e.c:29:3: error: __enzyme_autodiff_w2: enzyme_width 2 (vector reverse mode) needs "
+        "'noisy' to give the same result when run again, but it may read the hidden state "
+        "of rand(), which it writes"),
 ])
 def test_vector_reverse_misuse(tmp_path, case, message):
     src = tmp_path / "e.c"

@@ -10,9 +10,11 @@ EnzymePy runs one combined reverse sweep (augmented forward, then reverse) per l
 with the width-1 gradient.  The primal therefore runs N times, which gives the right
 derivatives only when a second run sees what the first one saw: the function must not
 read memory that it (or its callees) writes, other than its own locals and heap
-allocations.  ``check_lanes_independent`` proves that by underlying object (distinct
+allocations, nor call a function with hidden state (``rand``, the clock).
+``check_lanes_independent`` proves that by underlying object (arguments the call site
+passes the same object to are one object, an in-place ``f(x, x)``; other distinct
 pointer arguments are assumed not to alias; a pointer loaded from memory may point
-anywhere) and otherwise rejects the call: never a silently wrong derivative.
+anywhere) and otherwise rejects the call.
 
 ``__enzyme_batch(f, enzyme_width, N, args...)``: each argument is N values (one per
 lane; ``enzyme_vector`` says so explicitly) or ``enzyme_scalar, v``: v for every lane;
@@ -31,6 +33,13 @@ _READS_NOTHING = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experiment
                   "llvm.invariant.", "llvm.donothing", "llvm.sideeffect", "llvm.var.annotation",
                   "llvm.objectsize", "llvm.prefetch", "free", "malloc", "calloc", "_Znwm",
                   "_Znam", "_ZdlPv", "_ZdaPv")
+
+
+# functions with hidden state: each call reads and changes it (a generator's seed), or
+# reads what changes between runs (the clock); a second run of the primal sees other values
+_HIDDEN_STATE = frozenset({
+    "rand", "random", "drand48", "lrand48", "mrand48", "srand", "srandom", "srand48",
+    "time", "clock", "clock_gettime", "gettimeofday", "omp_get_wtime"})
 
 
 def _objs(p, dl, argmap):
@@ -73,6 +82,10 @@ def _effects(fn, argmap, dl, module, pure, stack, reads, writes):
                            for a, v in zip(callee.args, inst.args, strict=False)}
                     _effects(callee, sub, dl, module, pure, stack, reads, writes)
                     continue
+                if name in _HIDDEN_STATE:
+                    reads.add(("state", name))
+                    writes.add(("state", name))
+                    continue
                 if name.startswith(_READS_NOTHING) or (pure is not None and pure(name)):
                     continue
                 w = call_writes(inst, module, pure)
@@ -92,7 +105,10 @@ def check_lanes_independent(primal, site, pure=None) -> None:
     from .callsite import entry_name, location
     module = primal.parent
     dl = module.datalayout
-    argmap = {a: {("arg", i)} for i, a in enumerate(primal.args) if a.type.is_pointer}
+    # pointer parameters the call site passes the same object to are one object
+    # (an in-place call, f(x, x)); distinct objects are assumed not to alias
+    argmap = {a: {("arg", _same_object(site, i))} for i, a in enumerate(primal.args)
+              if a.type.is_pointer}
     reads: set = set()
     writes: set = set()
     _effects(primal, argmap, dl, module, pure, frozenset(), reads, writes)
@@ -113,6 +129,8 @@ def check_lanes_independent(primal, site, pure=None) -> None:
             return "memory it cannot identify (a pointer loaded from memory, or a call)"
         if o[0] == "arg":
             return f"parameter {o[1] + 1}"
+        if o[0] == "state":
+            return f"the hidden state of {o[1]}()"
         return f"the global '{o[1]}'"
     r, w = clash
     detail = (f"it may read {what(r)}, which it writes" if r == w
@@ -123,6 +141,26 @@ def check_lanes_independent(primal, site, pure=None) -> None:
         location=location(site.call),
         hint="EnzymePy runs the reverse sweep once per lane; call __enzyme_autodiff once "
              "per direction instead, or copy the input the function modifies")
+
+
+def _same_object(site, i) -> int:
+    """The first parameter index whose argument at the call site may point into the
+    same object as parameter ``i``'s (the same value, or the same local, global or
+    argument of the caller at any offset); ``i`` itself when there is none."""
+    dl = site.call.module.datalayout
+    values = {b.index: b.value for b in site.bindings if b.value.type.is_pointer}
+    mine = values.get(i)
+    if mine is None:
+        return i
+    roots = {id(o.value) for o in underlying_objects(mine, dl) if o.value is not None}
+    for j in sorted(values):
+        if j >= i:
+            break
+        other = values[j]
+        if other is mine or roots & {id(o.value) for o in underlying_objects(other, dl)
+                                     if o.value is not None}:
+            return j
+    return i
 
 
 def lower_batch(site, module) -> None:
