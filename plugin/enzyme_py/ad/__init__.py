@@ -357,7 +357,8 @@ def _round(module, options, log) -> None:
         if s.mode == "reverse" and s.width > 1:
             from .rules import libm_rule
             from .vector import check_lanes_independent
-            check_lanes_independent(primal, s, pure=lambda n: libm_rule(n) is not None)
+            s.alias_checks = check_lanes_independent(primal, s,
+                                                     pure=lambda n: libm_rule(n) is not None)
         plans.append((s, ctx.get(primal, kinds, ret_active, stable_args=s.mode == "reverse")))
     t2 = time.perf_counter()
     fctx.run()

@@ -76,6 +76,7 @@ class AutodiffSite:
     tape: object = None
     nofree: bool = False
     extras: list = field(default_factory=list)   # arguments after the function's ones
+    alias_checks: list = field(default_factory=list)  # vector reverse: (i, j) to compare
     result: object = None                        # what replaced the call
 
 
@@ -421,6 +422,25 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
     return out
 
 
+def _guard_distinct(e, site, loc) -> None:
+    """Vector reverse mode runs the primal once per lane: abort, with a message, when two
+    parameters it writes through one of and reads through the other point to the same
+    memory at run time (``vector.check_lanes_independent``)."""
+    from .runtime import _string
+    from .vector import alias_guard
+    value = {b.index: b.value for b in site.bindings}
+    name = site.fn.name
+    for i, j in site.alias_checks:
+        lo, hi = sorted((i, j))
+        msg = (f"enzyme: {entry_name(site.call.callee_name or '')} with enzyme_width "
+               f"{site.width} (vector reverse mode) of '{name}': parameters {lo + 1} and "
+               f"{hi + 1} point to the same memory, which '{name}' writes through one and "
+               "reads through the other, so each lane would see other inputs: aborting\n")
+        e.call(alias_guard(site.call.module),
+               [_coerce(e, value[i], T.ptr, loc), _coerce(e, value[j], T.ptr, loc),
+                _string(site.call.module, msg), ConstantInt(T.i64, len(msg.encode()))])
+
+
 def _byval_type(arg):
     """The type of a struct parameter passed by value in memory (``byval(T)``), else
     None."""
@@ -550,6 +570,8 @@ def lower_site(site: AutodiffSite, gen, module, sites: int = 1) -> None:
     call.function.entry_block.insert(0, tape)
     fn = site.fn
     W = site.width
+    if site.alias_checks:
+        _guard_distinct(e, site, loc)
     lanes = []
     primal = None
     for k in range(W):

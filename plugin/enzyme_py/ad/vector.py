@@ -12,9 +12,11 @@ derivatives only when a second run sees what the first one saw: the function mus
 read memory that it (or its callees) writes, other than its own locals and heap
 allocations, nor call a function with hidden state (``rand``, the clock).
 ``check_lanes_independent`` proves that by underlying object (arguments the call site
-passes the same object to are one object, an in-place ``f(x, x)``; other distinct
-pointer arguments are assumed not to alias; a pointer loaded from memory may point
-anywhere) and otherwise rejects the call.
+passes the same object to are one object, an in-place ``f(x, x)``; two others that
+it writes through one of and reads through the other are compared at run time before
+the lanes run, equal pointers aborting with a message -- partly overlapping ones are
+assumed not to occur; a pointer loaded from memory may point anywhere) and otherwise
+rejects the call.
 
 ``__enzyme_batch(f, enzyme_width, N, args...)``: each argument is N values (one per
 lane; ``enzyme_vector`` says so explicitly) or ``enzyme_scalar, v``: v for every lane;
@@ -99,9 +101,12 @@ def _effects(fn, argmap, dl, module, pure, stack, reads, writes):
                         reads |= _objs(a, dl, argmap)
 
 
-def check_lanes_independent(primal, site, pure=None) -> None:
+def check_lanes_independent(primal, site, pure=None) -> list:
     """Raise unless running ``primal`` again after a first run reads the same memory
-    (see the module docstring)."""
+    (see the module docstring).  Returns the pairs ``(i, j)`` of pointer parameters it
+    writes through the first and reads through the second that the call site does not
+    show to be one object: equal at run time, a later lane would read what an earlier
+    one wrote, so the call site checks them (``alias_guard``)."""
     from .callsite import entry_name, location
     module = primal.parent
     dl = module.datalayout
@@ -121,7 +126,8 @@ def check_lanes_independent(primal, site, pure=None) -> None:
         if clash:
             break
     if clash is None:
-        return
+        return sorted({(w[1], r[1]) for w in writes for r in reads
+                       if w[0] == "arg" and r[0] == "arg" and w != r})
     fname = site.fn.name
 
     def what(o):
@@ -141,6 +147,30 @@ def check_lanes_independent(primal, site, pure=None) -> None:
         location=location(site.call),
         hint="EnzymePy runs the reverse sweep once per lane; call __enzyme_autodiff once "
              "per direction instead, or copy the input the function modifies")
+
+
+def alias_guard(module):
+    """``__enzyme_py_distinct(a, b, msg, len)``: abort with ``msg`` on stderr when the two
+    pointers are equal (the run-time half of the check above)."""
+    from .emit import Emitter
+    from .unwind import _unwound
+    from ..ir import types as T
+    name = "__enzyme_py_distinct"
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    fn = module.add_function(name, T.FunctionType(T.void, [T.ptr, T.ptr, T.ptr, T.i64]),
+                             linkage="internal", fn_attrs="nounwind", unique=False)
+    e = Emitter(module)
+    entry, bad, ok = (fn.append_basic_block(n) for n in ("entry", "bad", "ok"))
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("eq", fn.args[0], fn.args[1]), bad, ok)
+    e.position_at_end(bad)
+    e.call(_unwound(module), [fn.args[2], fn.args[3]], fn_attrs="noreturn nounwind")
+    e.unreachable()
+    e.position_at_end(ok)
+    e.ret(None)
+    return fn
 
 
 def _same_object(site, i) -> int:
