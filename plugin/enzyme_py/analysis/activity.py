@@ -452,9 +452,10 @@ def _fresh_block(call) -> bool:
     return eff is not None and eff.kind == "alloc" and eff.out is None and eff.frees is None
 
 
-def _address_uses(a, derived: set):
+def address_uses(a, derived: set, merges: bool = False):
     """The uses of ``a`` and of the pointers derived from it by GEPs and pointer casts
-    (collected in ``derived``), other than those derivations and debug records."""
+    (and, with ``merges``, phis and selects of it) -- collected in ``derived`` --
+    other than those derivations and debug records."""
     work = [a]
     while work:
         v = work.pop()
@@ -466,7 +467,9 @@ def _address_uses(a, derived: set):
             if getattr(user, "is_debug_use", False):
                 continue   # #dbg_value / #dbg_declare: no effect on the program
             if isinstance(user, GEP) and u.index == 0 or isinstance(user, Cast) \
-                    and user.opcode in ("bitcast", "addrspacecast"):
+                    and user.opcode in ("bitcast", "addrspacecast") \
+                    or merges and (isinstance(user, Phi)
+                                   or isinstance(user, Select) and u.index > 0):
                 work.append(user)
             else:
                 yield u
@@ -483,7 +486,7 @@ def _derived_pointers(a):
     ``free``; else None (passed to a call: a parallel region or a callee may read it;
     stored somewhere or converted to an integer: it escapes)."""
     out: set = set()
-    for u in _address_uses(a, out):
+    for u in address_uses(a, out):
         user = u.user
         if isinstance(user, Load) or isinstance(user, Store) and u.index == 1:
             if has_pointer(user.type if isinstance(user, Load) else user.operand(0).type):
@@ -592,7 +595,7 @@ def _local_slots(fn) -> dict:
             st, ok = _Slot(), True
             st.floats = floatish(a.allocated_type)
             loads_ptr = other_stores = False
-            for u in _address_uses(a, set()):
+            for u in address_uses(a, set()):
                 user = u.user
                 if isinstance(user, Load):
                     t = user.type

@@ -137,29 +137,15 @@ def _escapes(alloca) -> bool:
     """Whether the address of ``alloca`` (or a pointer derived from it) leaves the
     function's view: stored as a value, passed to a call that may keep or return it,
     returned, or turned into an integer."""
-    work, seen = [alloca], set()
-    while work:
-        v = work.pop()
-        if v in seen:
+    from .activity import address_uses
+    for u in address_uses(alloca, set(), merges=True):
+        user = u.user
+        if isinstance(user, Load) or isinstance(user, Store) and u.index == 1 \
+                or getattr(user, "opcode", None) == "icmp" \
+                or isinstance(user, Call) and (user.callee_name or "").startswith(
+                    _NO_CAPTURE_CALLS):
             continue
-        seen.add(v)
-        for u in v.uses:
-            user = u.user
-            if isinstance(user, (GEP, Phi, Select)) or \
-                    isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
-                work.append(user)
-            elif isinstance(user, Load):
-                continue
-            elif isinstance(user, Store):
-                if u.index == 0:
-                    return True
-            elif isinstance(user, Call):
-                if not (user.callee_name or "").startswith(_NO_CAPTURE_CALLS):
-                    return True
-            elif getattr(user, "opcode", None) == "icmp":
-                continue
-            else:
-                return True
+        return True
     return False
 
 
