@@ -69,3 +69,45 @@ def test_misuse_is_a_compile_error_at_the_call_site(tmp_path, name):
         assert re.search(r"bad\.c:1[1-3]", r.stderr), r.stderr
     else:
         assert "__enzyme_register_gradient_" in r.stderr
+
+
+ENTRY_THROUGH_LOCAL = r"""#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+typedef struct { double a, b; } pair;
+double f(double x, double y) { return x * x * y; }
+int main(void) {
+  pair (*fn)(void *, ...) = (pair (*)(void *, ...))__enzyme_autodiff;
+  pair g = fn((void *)f, 1.5, 2.0);
+  printf("%.17g %.17g\n", g.a, g.b);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_entry_point_called_through_a_local_pointer(tmp_path, opt):
+    """``fn = (T)__enzyme_autodiff; fn(f, x, y)``: at -O0 the entry point is read back
+    from a local (an indirect call, which left an undefined symbol at link time); the
+    local is promoted and the call lowered like a direct one."""
+    from helpers import build_and_run
+    out = build_and_run(tmp_path, ENTRY_THROUGH_LOCAL, opt=opt)
+    assert out.returncode == 0, out.stderr
+    a, b = (float(v) for v in out.stdout.split())
+    assert a == pytest.approx(2 * 1.5 * 2.0, rel=1e-15) and b == pytest.approx(1.5 * 1.5, rel=1e-15)
+
+
+def test_entry_point_kept_in_a_global_is_a_compile_error(tmp_path):
+    src = Path(tmp_path) / "bad.c"
+    src.write_text("extern double __enzyme_autodiff(void *, ...);\n"
+                   "typedef double (*ad_t)(void *, ...);\n"
+                   "ad_t volatile AD = __enzyme_autodiff;\n"
+                   "double f(double x) { return x * x; }\n"
+                   "int main(void) { return (int)AD((void *)f, 3.0); }\n")
+    for opt in ("-O0", "-O2"):
+        out = Path(tmp_path) / "bad"
+        r = enzyme_cc([opt, str(src), "-o", str(out)], tmp_path)
+        assert r.returncode == 1, r.stderr
+        assert re.search(r"initializer of 'AD'.*__enzyme_autodiff is used as a value", r.stderr)
+        assert "call __enzyme_autodiff(...) directly" in r.stderr
+        assert "undefined reference" not in r.stderr and "Traceback" not in r.stderr
+        assert not out.exists()

@@ -131,17 +131,18 @@ def check_options(options: dict[str, str]) -> None:
 
 
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
-    from .callsite import find_sites
+    from .callsite import entry_uses_as_value, find_sites
     from .promote import promote_call_sites
     from .registry import Registry
 
     check_options(options)
     from .libc import strip_type_hints
     found = find_sites(module)
-    if not found:
+    as_value = entry_uses_as_value(module)
+    if not found and not as_value:
         strip_type_hints(module)
         return
-    if promote_call_sites(module, found, log):
+    if promote_call_sites(module, found, log, also=[u for u, _ in as_value]):
         found = find_sites(module)
     Registry.read(module)  # check the registration globals before anything else
     # Higher-order derivatives: call sites are lowered innermost first, in rounds.  A
@@ -152,6 +153,7 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
     while found:
         _round(module, options, log)
         found = find_sites(module)
+    _reject_entry_values(module)
     _define_markers(module)
     strip_type_hints(module)
     _drop_entry_declarations(module)
@@ -185,6 +187,25 @@ def _locate_calls(module) -> None:
                 line0 = str(md.add(module, md.MDSpecialized(
                     "DILocation", (("line", "0"), ("scope", sp)))))
             inst.set_metadata("dbg", line0)
+
+
+def _reject_entry_values(module) -> None:
+    """An entry point still used other than as a direct call once every call site is
+    lowered (its address kept in memory or passed on) would be an undefined symbol at
+    link time: say where it is used instead."""
+    from ..ir.instructions import Instruction
+    from .callsite import entry_uses_as_value, location
+    from .errors import CallSiteError
+    for user, name in entry_uses_as_value(module):
+        where = location(user) if isinstance(user, Instruction) else (
+            f"in the initializer of '{user.name}'" if getattr(user, "is_global", False)
+            else None)
+        raise CallSiteError(
+            f"{name} is used as a value (its address taken, kept or passed on), not "
+            "called: EnzymePy only lowers direct calls to the __enzyme_* entry points",
+            location=where,
+            hint=f"call {name}(...) directly, as declared in <enzyme/enzyme> or with "
+                 "'extern double " + name + "(void *, ...);'")
 
 
 def _drop_entry_declarations(module) -> None:

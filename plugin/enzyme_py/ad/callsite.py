@@ -146,6 +146,24 @@ def find_sites(module):
     return out
 
 
+def entry_uses_as_value(module):
+    """Instructions (or constants) that use an ``__enzyme_*`` entry point other than as
+    the function a call calls: its address stored to a variable, cast and called through
+    a pointer, passed on.  At -O0 ``fn = (T)__enzyme_autodiff; fn(f, x)`` reads the
+    entry point back from a local; once the locals are promoted it is a direct call."""
+    out = []
+    for fn in list(module.functions):
+        ename = entry_name(fn.name)
+        if not ename.startswith(tuple(ENTRY_PREFIXES)):
+            continue
+        for u in fn.uses:
+            c = u.user
+            if isinstance(c, (Call, Invoke)) and c.callee is fn:
+                continue
+            out.append((c, ename))
+    return out
+
+
 def _const_int(v, what, loc):
     if not isinstance(v, ConstantInt):
         raise CallSiteError(f"{what} must be followed by an integer constant", location=loc,

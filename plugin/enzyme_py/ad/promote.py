@@ -49,14 +49,17 @@ def _always_inline(module, fn) -> bool:
     return resolved(module, fn.fn_attrs).has("alwaysinline")
 
 
-def promote_call_sites(module, found, log=lambda s: None) -> bool:
+def promote_call_sites(module, found, log=lambda s: None, also=()) -> bool:
     """Promote the functions holding unresolved call sites of ``found`` (pairs of call
-    and mode, from ``find_sites``); returns whether the module was rewritten."""
+    and mode, from ``find_sites``) and those holding the instructions ``also`` (uses of
+    an entry point as a value: a call through a local function pointer); returns
+    whether the module was rewritten."""
     from .. import llvm
     from ..ir import parse_module
     from . import _swap_module, round_trip
 
     work = [c.function for c, _ in found if _unresolved(c)]
+    work += [getattr(u, "function", None) for u in also]
     fns: list = []
     while work:
         f = work.pop()
