@@ -371,8 +371,24 @@ double shapes(const double *x, int n) {
 """, "shapes", [0.3, -1.2, 0.8, 2.0])
 
 
+# Structured bindings of std::minmax_element's pair of iterators: at -O0 the pair is a
+# local, and std::get returns pointers into it, from which the reverse sweep would read
+# the iterators again -- but the augmented forward, a function of its own there (its
+# tape is not of a size known at compile time, so the sweeps are not inlined), has
+# returned, its frame gone: d/dx came out at the wrong element (dx[3] = x[0]).  Memory
+# reached through a pointer that may lead into the forward's frame is never read again
+# (not even when the sweeps are inlined: the inliner ends the locals' lifetimes).
+MINMAX = _program(["algorithm", "utility"], r"""
+double spread(const double *x, int n) {
+  auto [lo, hi] = std::minmax_element(x, x + n);
+  auto [first, last] = std::minmax_element(x + 1, x + n - 1);
+  return *lo * *hi + std::sin(*first) * *last;
+}
+""", "spread", [0.3, -1.1, 0.75, 2.05, 0.4])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
-LIBRARY_PROGRAMS = {"algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
+LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
                     "variant": (VARIANT, "shapes")}

@@ -48,7 +48,6 @@ from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
 from .rules import libm_rule, reduction_rule
-from .unwind import is_guarded
 from .adjoint import AdjointSweep
 from .augmented import AugmentedForward
 from .cache_emit import CacheEmission
@@ -299,8 +298,7 @@ class ReverseGen:
         self.ow = Overwrite(P, self.cfg, self.stable_args,
                             pure=lambda n: libm_rule(n) is not None
                             or reduction_rule(n) is not None,
-                            noalias_args=getattr(self, "noalias_args", frozenset()),
-                            frame_persists=not is_guarded(self.ctx.module, P))
+                            noalias_args=getattr(self, "noalias_args", frozenset()))
 
     def _arg_maps(self, fn, with_tape=True):
         prim, shad, i = {}, {}, 0

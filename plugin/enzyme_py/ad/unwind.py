@@ -125,10 +125,7 @@ def _unwound(module):
 
 def is_guarded(module, fn) -> bool:
     """Whether calls of functions generated for ``fn`` go through a guard
-    (:func:`guarded`).  The guard is a function of its own, so what the augmented forward
-    sweep keeps in its frame is gone when the reverse sweep runs (the overwrite
-    analysis's ``frame_persists``); unguarded, both sweeps of a combined gradient are
-    inlined into the caller's frame."""
+    (:func:`guarded`): the guard is a function of its own."""
     return may_unwind(module, fn) and personality_of(module) is not None
 
 

@@ -9,9 +9,10 @@ there when the memory it reads
   (``stable_args``: the function differentiated at an ``__enzyme_autodiff`` call site,
   all of them; a callee, those its caller's analysis proves, ``callee_stable``),
   globals and memory reached through pointers loaded from such memory or returned by
-  calls (at an ``__enzyme_autodiff`` call site: when both sweeps share the caller's
-  frame, ``frame_persists``, or no local's address escapes -- else such a pointer may
-  lead into a frame that is gone); constant globals always;
+  calls (at an ``__enzyme_autodiff`` call site: when no local's address escapes --
+  else such a pointer may lead into the augmented forward's frame, gone by the reverse
+  sweep: it returned, or was inlined and its locals' lifetimes ended, their slots free
+  for the reverse's own); constant globals always;
 * is not written by any instruction that may execute after the load (later in its
   block, in any block reachable from it, the loop's later iterations included):
   stores, memcpy/memset/memmove, free/realloc, and calls that may write memory
@@ -315,12 +316,10 @@ class Overwrite:
     the callee's own analysis may assume); the stores that must be undone for that are
     in ``restores`` too."""
 
-    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset(),
-                 frame_persists=True):
+    def __init__(self, fn, cfg, stable_args, pure=None, noalias_args=frozenset()):
         self.fn = fn
         self.stable_args = stable_args
         self.noalias_args = noalias_args
-        self.frame_persists = frame_persists
         self._escaping = None
         module = getattr(fn, "parent", None)
         dl = module.datalayout
@@ -443,9 +442,9 @@ class Overwrite:
         if self.stable_args is True:
             # memory reached through a loaded (or returned) pointer: the caller's, or a
             # local of this function whose address escaped -- gone by the reverse sweep
-            # when the forward sweep's frame is (a guarded call, see ``frame_persists``)
-            return o.kind != LOCAL and (o.kind != UNKNOWN or self.frame_persists
-                                        or not self._locals_escape())
+            # (the augmented forward returned, or was inlined and its locals'
+            # lifetimes ended)
+            return o.kind != LOCAL and (o.kind != UNKNOWN or not self._locals_escape())
         return bool(self.stable_args) and o.kind == ARG and o.value.index in self.stable_args
 
     def _locals_escape(self) -> bool:
