@@ -9,7 +9,8 @@ parameter as the function's own local memory (its values are kept for the revers
 sweep, not read again from a fresh copy).  The shadow of such an argument, passed by
 value at the call site too, is given to the derivative as a private copy: the tangent
 the callee updates is not the caller's (at -O2 clang passes a constant initialiser
-there; writing it gave d/db = 0)."""
+there; writing it gave d/db = 0).  Passed by address (``&v, &dv``, as Enzyme reads the
+signature), the reverse mode's shadow is the caller's: the adjoint accumulates there."""
 
 from __future__ import annotations
 
@@ -93,3 +94,43 @@ def test_cxx_value_object_scaled_by_a_member(tmp_path, opt):
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     rev, fwd, want = (float(t) for t in out.stdout.split())
     assert rev == pytest.approx(want, rel=1e-13) and fwd == pytest.approx(want, rel=1e-13)
+
+
+# Reverse mode with the struct's address and its shadow's address, as Enzyme reads the
+# IR signature (``ptr byval``): the adjoint accumulates into the caller's dv.  A
+# private copy of the shadow (right for a shadow passed by value, which is already a
+# copy) threw the gradient away: dv stayed 0.
+ADDRESS_PROGRAM = PRELUDE + r"""
+typedef struct { double x, y, z, w; } vec4;
+__attribute__((noinline)) static void shift(vec4 *v, double s) { v->z += s * v->x; }
+double v4norm(vec4 v) { shift(&v, 0.5); return sqrt(v.x * v.x + v.y * v.y + v.z * v.z) * v.w; }
+int main(void) {
+    vec4 v = {0.3, -0.4, 1.2, 2.0}, dv = {0, 0, 0, 0};
+    __enzyme_autodiff((void *)v4norm, enzyme_dup, &v, &dv);
+    double z = 1.2 + 0.5 * 0.3, r = sqrt(0.09 + 0.16 + z * z);
+    check("d/dx", dv.x, (0.3 + 0.5 * z) / r * 2.0);
+    check("d/dy", dv.y, -0.4 / r * 2.0);
+    check("d/dz", dv.z, z / r * 2.0);
+    check("d/dw", dv.w, r);
+    vec4 dv2 = {1, 1, 1, 1};
+    __enzyme_autodiff((void *)v4norm, &v, &dv2);     /* unmarked: duplicated, accumulates */
+    check("accumulated d/dw", dv2.w, 1.0 + r);
+    vec4 t = {0, 0, 0, 1}, t0 = t;
+    check("forward d/dw", __enzyme_fwddiff_d((void *)v4norm, enzyme_dup, &v, &t), r);
+    check("tangent kept", t.w + t.x + t.z, t0.w);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_reverse_adjoint_reaches_the_callers_shadow(tmp_path, opt):
+    src = Path(tmp_path) / "a.c"
+    src.write_text(ADDRESS_PROGRAM)
+    exe = Path(tmp_path) / "a"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count("ok ") == 7, out.stdout
+

@@ -56,6 +56,7 @@ class ParamBinding:
     shadows: list = field(default_factory=list)   # one per lane (enzyme_width)
     dupv: tuple | None = None                      # (base pointer, byte stride)
     noneed: bool = False
+    by_value: bool = False     # the call site passes the shadow(s) byval: a copy
 
     @property
     def shadow(self):
@@ -255,6 +256,13 @@ def parse_site(call, mode) -> AutodiffSite:
                                 + ("s, one per lane" if W > 1 else ""))
         return sh, i + 1 + W
 
+    def by_value(i):
+        """Whether the call passes the W shadows after args[i] by value (``byval``: a
+        struct written by value, ``f(p, dp)``, of which the caller made a copy)."""
+        return any(j < len(call.arg_attrs) and call.arg_attrs[j]
+                   and Attributes.parse(call.arg_attrs[j]).arg("byval") is not None
+                   for j in range(i + 1, i + 1 + site.width))
+
     def valueless(i):
         """``__enzyme_augmentsize(f, enzyme_dup, enzyme_const)``: the activity markers
         alone, no values after them (the tape's size depends on the activity only), as
@@ -326,7 +334,8 @@ def parse_site(call, mode) -> AutodiffSite:
                         raise CallSiteError(f"missing argument shadow for parameter {p + 1} of "
                                             f"'{target.name}' after {mk}", location=loc)
                     sh, i2 = lanes(i + 1, p, mk)
-                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], sh, None, noneed))
+                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], sh, None, noneed,
+                                                      by_value(i + 1)))
                     i = i2
             elif mk == "enzyme_const":
                 if i + 1 >= len(args):
@@ -359,7 +368,7 @@ def parse_site(call, mode) -> AutodiffSite:
                                     hint="pass enzyme_dup, the value and its shadow, or "
                                          "enzyme_const and the value")
             sh, i2 = lanes(i, p, "the value")
-            site.bindings.append(ParamBinding(p, "dup", a, sh))
+            site.bindings.append(ParamBinding(p, "dup", a, sh, by_value=by_value(i)))
             i = i2
         elif floatish(param.type):
             site.bindings.append(ParamBinding(p, "out", a))
@@ -423,7 +432,15 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
         out.append(_coerce(e, bnd.value, pty, loc))
         if bnd.kind == "dup":
             sty = T.ptr if pty.is_pointer else pty
+            # a parameter passed by value in memory: in forward mode its shadow (the
+            # tangent, which the function may update like its own copy) goes as a copy;
+            # in reverse mode the shadow is where the adjoint accumulates -- the caller's
+            # memory when it passed a pointer (&dv, as Enzyme reads the signature), a
+            # copy when it passed the struct by value (its own copy already, maybe
+            # folded into read-only data)
             byval = _byval_type(fn.args[bnd.index])
+            if byval is not None and site.mode not in ("forward", "batch") and not bnd.by_value:
+                byval = None
             if bnd.dupv is not None:
                 base, stride = bnd.dupv
                 base = _coerce(e, base, T.ptr, loc)
@@ -471,9 +488,9 @@ def _byval_type(arg):
 
 def _private_copy(e, site, p, ty):
     """A copy of the ``ty`` at ``p`` in the caller's frame: the shadow of a struct passed
-    by value is passed by value too (the call site's ``byval``), so the derivative
-    may update it -- a tangent, an adjoint -- without touching the caller's object,
-    which the optimiser may have folded or placed in read-only data."""
+    by value is passed by value too (a tangent always; an adjoint when the call site
+    passed the shadow ``byval``), so the derivative may update it without touching the
+    caller's object, which the optimiser may have folded or placed in read-only data."""
     a = Alloca(ty, align=16)
     site.call.function.entry_block.insert(0, a)
     size = site.call.module.datalayout.size_in_bytes(ty)
