@@ -363,3 +363,44 @@ def test_complex_return(tmp_path, opt):
     run(tmp_path, COMPLEX, opt)
     err = build_error(tmp_path, "#define REVERSE\n" + COMPLEX, opt)
     assert "'f' returns { double, double }" in err and "in function 'main'" in err
+
+
+# ---------------------------------------------------------------------- computed goto
+# The function's private copy still jumps to the original's blocks (the table of label
+# addresses names the original): LLVM folded the copy to `unreachable` and the built
+# program crashed, with no diagnostic.  Now: a compile error where a computed goto is
+# differentiated; an inactive helper with one (integers only) is still fine.
+COMPUTED_GOTO = r"""
+double f(double x, int k) {
+    void *t[2] = {&&A, &&B};
+    goto *t[k];
+A:  return x * x;
+B:  return 3 * x;
+}
+int main(void) { return (int)__enzyme_autodiff_d((void *)f, 2.0, enzyme_const, 1); }
+"""
+
+INACTIVE_GOTO = r"""
+__attribute__((noinline)) int steps(int k) {
+    static void *t[3] = {&&A, &&B, &&C};
+    int n = 0;
+    goto *t[k % 3];
+A:  n += 1;
+B:  n += 2;
+C:  return n + 4;
+}
+double f(double x, int k) { return x * x * steps(k); }
+int main(void) {
+    check("d/dx", __enzyme_autodiff_d((void *)f, 1.5, enzyme_const, 0), 2 * 1.5 * 7);
+    check("tangent", __enzyme_fwddiff_d((void *)f, 1.5, 1.0, enzyme_const, 2), 2 * 1.5 * 4);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_computed_goto_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, COMPUTED_GOTO, opt)
+    assert "'indirectbr' cannot be differentiated: computed goto" in err, err
+    assert not (Path(tmp_path) / "t").exists()
+    run(tmp_path, INACTIVE_GOTO, opt)

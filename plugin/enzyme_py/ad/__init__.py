@@ -274,6 +274,7 @@ def _site_keys(found) -> dict:
 
 def _round(module, options, log) -> None:
     from ..ir import parse_module
+    from ..ir.instructions import IndirectBr
     from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
     from .custom import CallHooks
     from .forward import ForwardContext
@@ -329,7 +330,12 @@ def _round(module, options, log) -> None:
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
         ready = {_site_keys(find_sites(module))[c] for c, _ in found}
-        _swap_module(module, parse_module(_optimize_reached(module, list(names), log)))
+        # a copy with a computed goto still jumps to the original's blocks (its
+        # blockaddresses name the original): LLVM would fold that to `unreachable`;
+        # left as it is, it is a compile error where it is differentiated (kinds)
+        opt = [c.name for c in clones.values() if c.name in names and not any(
+            isinstance(i, IndirectBr) for i in c.instructions())]
+        _swap_module(module, parse_module(_optimize_reached(module, opt, log)))
         log(f"pre-AD optimisation of {len(names)} function(s): {time.perf_counter() - t1:.3f}s")
         registry = Registry.read(module)
         # the same call sites in the new module, found without walking (and so parsing

@@ -19,7 +19,7 @@ from .sort import aug_qsort
 from .emit import copy_body, passes_shadow
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
-from .kinds import check as check_kind
+from .kinds import check as check_kind, check_never
 from . import openmp
 from .libc import shadowed_writes, written
 from .rules import libm_rule, reduction_rule, struct_math_rule
@@ -64,6 +64,7 @@ class AugmentedForward:
         gen.replaced_calls = {}
         e = self.e
         pending_phis = []
+        check_never(self.cfg.rpo, act, self.ctx.err_loc)
         for b in self.cfg.rpo:
             for inst in list(b.instructions):
                 A = vmap[inst]

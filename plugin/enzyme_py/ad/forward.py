@@ -37,7 +37,7 @@ from .emit import (Emitter, copy_body, keep_byval, made_of_own_shadows, no_point
                    passes_shadow, zero)
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
-from .kinds import check as check_kind
+from .kinds import check as check_kind, check_never
 from .libc import shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
 
@@ -120,6 +120,7 @@ class ForwardGen:
         copy_body(P, F, vmap)
         self.vmap = vmap
         self.pending = []
+        check_never(self.cfg.rpo, self.act, self.ctx.err_loc)
         for b in self.cfg.rpo:
             for inst in list(b.instructions):
                 self._inst(inst, vmap[inst])

@@ -24,7 +24,7 @@ from ..ir import instructions as I
 from .errors import NoDerivativeError
 
 __all__ = ["INSTRUCTIONS", "BINARY_OPCODES", "CAST_OPCODES", "ATOMIC_OPERATIONS", "check",
-           "involved"]
+           "check_never", "involved"]
 
 RULE, INACTIVE, ERROR, NEVER = "rule", "inactive", "error", "never"
 
@@ -160,6 +160,16 @@ def check(inst, act, where):
     if status == NEVER or involved(inst, act):
         raise NoDerivativeError(f"'{inst.opcode}' cannot be differentiated: {reason}",
                                 location=where, hint=_HINTS.get(type(inst), ""))
+
+
+def check_never(blocks, act, where_of) -> None:
+    """:func:`check` on the instructions of ``blocks`` that are errors wherever they
+    appear (``never``: a computed goto, Windows exception pads) before anything else,
+    so that the error names the construct rather than a consequence of it."""
+    for b in blocks:
+        for inst in b.instructions:
+            if INSTRUCTIONS.get(type(inst), (None,))[0] == NEVER:
+                check(inst, act, lambda i=inst: where_of(i))
 
 
 _HINTS = {
