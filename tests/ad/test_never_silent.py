@@ -404,3 +404,34 @@ def test_computed_goto_is_an_error(tmp_path, opt):
     assert "'indirectbr' cannot be differentiated: computed goto" in err, err
     assert not (Path(tmp_path) / "t").exists()
     run(tmp_path, INACTIVE_GOTO, opt)
+
+
+# ------------------------------------------------------------------- setjmp / longjmp
+# The reverse sweep replays the forward's control flow from its tape; a longjmp out of
+# a helper leaves it unfinished, and what the helper computed got no adjoint: d/dx was
+# 0 instead of 6 at every -O level (real Enzyme 15 refuses the program).  Forward mode
+# follows the jump as it happens.
+SETJMP = r"""
+#include <setjmp.h>
+static jmp_buf env;
+static double g;
+static void work(double x) { g = x * x; longjmp(env, 1); }
+double f(double x) {
+    if (setjmp(env) == 0) { work(x); return 0.0; }
+    return g;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_setjmp_longjmp(tmp_path, opt):
+    err = build_error(tmp_path, SETJMP + "int main(void) { return (int)__enzyme_autodiff_d("
+                      "(void *)f, 3.0); }\n", opt)
+    assert "call to '_setjmp': a non-local jump (setjmp/longjmp)" in err, err
+    assert not (Path(tmp_path) / "t").exists()
+    run(tmp_path, SETJMP + r"""int main(void) {
+    check("tangent", __enzyme_fwddiff_d((void *)f, 3.0, 1.0), 6.0);
+    check("primal", f(2.0), 4.0);
+    return fails != 0;
+}
+""", opt)

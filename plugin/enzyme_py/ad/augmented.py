@@ -19,7 +19,7 @@ from .sort import aug_qsort
 from .emit import copy_body, passes_shadow
 from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
-from .kinds import check as check_kind, check_never
+from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
 from .libc import shadowed_writes, written
 from .rules import libm_rule, reduction_rule, struct_math_rule
@@ -72,6 +72,7 @@ class AugmentedForward:
                 if isinstance(inst, Invoke):
                     continue   # not involved (check_kind)
                 if isinstance(inst, Call):
+                    check_nonlocal_jump(inst, lambda i=inst: self.ctx.err_loc(i))
                     self._aug_call(inst, A)
                 elif isinstance(inst, AtomicRMW):
                     self._aug_atomic(inst)

@@ -24,7 +24,7 @@ from ..ir import instructions as I
 from .errors import NoDerivativeError
 
 __all__ = ["INSTRUCTIONS", "BINARY_OPCODES", "CAST_OPCODES", "ATOMIC_OPERATIONS", "check",
-           "check_never", "involved"]
+           "check_never", "check_nonlocal_jump", "involved"]
 
 RULE, INACTIVE, ERROR, NEVER = "rule", "inactive", "error", "never"
 
@@ -170,6 +170,31 @@ def check_never(blocks, act, where_of) -> None:
         for inst in b.instructions:
             if INSTRUCTIONS.get(type(inst), (None,))[0] == NEVER:
                 check(inst, act, lambda i=inst: where_of(i))
+
+
+# calls that jump out of the functions between them (longjmp) or return twice (setjmp):
+# the reverse sweep replays the forward's control flow backwards from its tape, which a
+# non-local jump leaves unfinished (what the frames jumped over computed gets no adjoint)
+NONLOCAL_JUMPS = {"setjmp", "_setjmp", "__sigsetjmp", "sigsetjmp", "longjmp", "_longjmp",
+                  "siglongjmp", "__longjmp_chk", "vfork"}
+
+
+def check_nonlocal_jump(inst, where) -> None:
+    """Reverse mode: a call to ``setjmp``/``longjmp`` (or anything ``returns_twice``) in
+    differentiated code is a compile error -- its derivative would silently miss what
+    the frames a jump skips computed.  Forward mode follows the jumps as they happen."""
+    from ..ir.attributes import resolved
+    callee = inst.called_function
+    name = callee.name if callee is not None else None
+    twice = resolved(inst.module, inst.fn_attrs).has("returns_twice") or (
+        callee is not None and resolved(inst.module, callee.fn_attrs).has("returns_twice"))
+    if name in NONLOCAL_JUMPS or twice:
+        raise NoDerivativeError(
+            f"call to '{name or 'a returns_twice function'}': a non-local jump "
+            "(setjmp/longjmp) in code differentiated in reverse mode; the reverse sweep "
+            "cannot replay it", location=where(),
+            hint="return an error code instead of jumping, or use forward mode "
+                 "(__enzyme_fwddiff), which follows the jump")
 
 
 _HINTS = {
