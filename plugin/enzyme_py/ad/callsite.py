@@ -269,6 +269,16 @@ def parse_site(call, mode) -> AutodiffSite:
         Enzyme accepts it."""
         return mode == "size" and (i + 1 >= len(args) or marker_of(args[i + 1]) is not None)
 
+    if forward and sret is not None and params \
+            and Attributes.parse(params[0].attrs).arg("sret") is not None:
+        # forward mode of a function returning a struct in memory, the entry point
+        # declared to return that struct too: the tangent struct is the shadow of the
+        # function's sret parameter, written straight into the call's result; the primal
+        # result goes to a scratch copy (``_args_for``), as in Enzyme
+        site.bindings.append(ParamBinding(0, "dup", None, [sret]))
+        site.sret = None
+        p = 1
+
     while i < len(args) and p < len(params):
         a = args[i]
         mk = marker_of(a)
@@ -397,6 +407,10 @@ def parse_site(call, mode) -> AutodiffSite:
             continue
         site.extras.append(a)
         i += 1
+    if site.width > 1 and site.bindings and site.bindings[0].value is None:
+        raise CallSiteError(f"{name} with enzyme_width {site.width} of '{target.name}', which "
+                            "returns a struct in memory (sret): not supported", location=loc,
+                            hint="call it once per direction (enzyme_width 1)")
     if site.extras and mode not in ("split_reverse",):
         raise CallSiteError(f"{name}: too many arguments for '{target.name}' "
                             f"({len(params)} parameters)", location=loc)
@@ -429,6 +443,10 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
     lanes = range(site.width) if lane is None else (lane,)
     for bnd in site.bindings:
         pty = fn.args[bnd.index].type
+        if bnd.value is None:   # the primal result of a forward sret function (parse_site)
+            scratch = Alloca(_attr_type(fn.args[bnd.index], "sret"), align=16)
+            site.call.function.entry_block.insert(0, scratch)
+            bnd.value = scratch
         out.append(_coerce(e, bnd.value, pty, loc))
         if bnd.kind == "dup":
             sty = T.ptr if pty.is_pointer else pty
@@ -479,7 +497,12 @@ def _guard_distinct(e, site, loc) -> None:
 def _byval_type(arg):
     """The type of a struct parameter passed by value in memory (``byval(T)``), else
     None."""
-    text = Attributes.parse(arg.attrs).arg("byval")
+    return _attr_type(arg, "byval")
+
+
+def _attr_type(arg, attr):
+    """The type an attribute of a parameter names (``byval(T)``, ``sret(T)``), or None."""
+    text = Attributes.parse(arg.attrs).arg(attr)
     if text is None:
         return None
     from ..ir.parser import Parser
