@@ -272,3 +272,41 @@ def test_integer_results_are_constants(tmp_path, flags):
                                                  text=True).stdout.split())
     want = 14 + 0 + 2 * 1.37 * 1     # lround(13.7), ilogb(1.37), llrint(1.37)
     assert abs(rev - want) < 1e-12 and abs(fwd - want) < 1e-12, (rev, fwd)
+
+
+KINKS = r"""
+#include <math.h>
+#include <stdio.h>
+typedef struct { double a, b; } pair;
+pair __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+double __enzyme_autodiff1(void *, ...);
+double f_min(double x, double y) { return fmin(x, y); }
+double f_max(double x, double y) { return fmax(x, y); }
+double f_abs(double x) { return fabs(x); }
+int main(void) {
+    pair a = __enzyme_autodiff((void *)f_min, 1.0, 1.0), b = __enzyme_autodiff((void *)f_max, 1.0, 1.0);
+    printf("%g %g %g %g %g %g %g %g %g %g %g\n", a.a, a.b, b.a, b.b,
+           __enzyme_autodiff1((void *)f_abs, 0.0), __enzyme_autodiff1((void *)f_abs, -0.0),
+           __enzyme_autodiff1((void *)f_abs, -2.0),
+           __enzyme_fwddiff((void *)f_min, 1.0, 0.0, 1.0, 1.0),
+           __enzyme_fwddiff((void *)f_max, 1.0, 1.0, 1.0, 0.0),
+           __enzyme_fwddiff((void *)f_abs, -0.0, 1.0), __enzyme_fwddiff((void *)f_abs, -3.0, 1.0));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_kinks_as_in_enzyme(tmp_path, opt):
+    """At the kinks the derivative is a choice; EnzymePy makes real Enzyme 15's (its
+    output on this program): fmin's tie goes to y, fmax's to x, fabs'(-0.0) = +1
+    (fmin's tie went to x and fabs'(-0.0) was -1 before)."""
+    src = Path(tmp_path) / "k.c"
+    src.write_text(KINKS)
+    exe = Path(tmp_path) / "k"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = [float(v) for v in subprocess.run([str(exe)], capture_output=True,
+                                            text=True).stdout.split()]
+    assert got == [0, 1, 1, 0, 1, 1, -1, 1, 1, 1, -1]
