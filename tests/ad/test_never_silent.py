@@ -435,3 +435,29 @@ def test_setjmp_longjmp(tmp_path, opt):
     return fails != 0;
 }
 """, opt)
+
+
+# ------------------------------------------------------------------ variadic helpers
+# The hint named a rule to register for the intrinsic llvm.va_start.p0, which is no C
+# identifier; now the error says what is not supported and what to do.
+VARIADIC = r"""
+#include <stdarg.h>
+static double vsum(int n, ...) {
+    va_list ap; va_start(ap, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += va_arg(ap, double) * (i + 1);
+    va_end(ap);
+    return s;
+}
+double use(double a, double b) { return vsum(3, a, a * b, b * b); }
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+@pytest.mark.parametrize("entry", ["__enzyme_autodiff_d((void *)use, 0.6, 1.3)",
+                                   "__enzyme_fwddiff_d((void *)use, 0.6, 1.0, 1.3, 0.0)"])
+def test_variadic_helper_with_active_values_is_an_error(tmp_path, opt, entry):
+    err = build_error(tmp_path, VARIADIC + f"int main(void) {{ return (int){entry}; }}\n", opt)
+    assert "a variadic function receiving values that carry derivatives is not supported: " \
+           "pass them in an array" in err, err
+    assert "__enzyme_register" not in err

@@ -17,7 +17,7 @@ from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, passes_shadow
-from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
+from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
@@ -457,13 +457,7 @@ class AugmentedForward:
             raise NoDerivativeError("indirect call with active arguments cannot be "
                                     "differentiated", location=self.ctx.err_loc(inst),
                                     hint="call the function directly")
-        raise MissingDefinitionError(
-            f"cannot differentiate call to external function '{name}': no definition and no "
-            "derivative rule", location=self.ctx.err_loc(inst),
-            hint=f"make the definition of '{name}' visible (same program / LTO), or register "
-                 f"a custom gradient (void *__enzyme_register_gradient_{name}[3] = "
-                 f"{{{name}, {name}_aug, {name}_rev}}), or mark it inactive "
-                 f"(__enzyme_inactivefn); see enzyme.h")
+        raise external_call_error(name, self.ctx.err_loc(inst), forward=False)
 
     def _mem_kind(self, inst):
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';

@@ -75,3 +75,31 @@ def no_shadow_rule_error(inst, location) -> ADError:
     if origin is not None:
         return struct_return_error(origin, location)
     return ADError(f"no shadow rule for '{inst.opcode}' producing a pointer", location=location)
+
+
+def external_call_error(name: str, location, forward: bool) -> MissingDefinitionError:
+    """The error for an active call to a function with no body and no rule: how to
+    provide one (a definition, a registered rule, or marking it inactive) -- except for
+    an LLVM intrinsic, which cannot be defined or registered."""
+    if name.startswith("llvm."):
+        base = name.split(".")[1]
+        hint = ("a variadic function receiving values that carry derivatives is not "
+                "supported: pass them in an array" if base in ("va_start", "va_copy", "va_end")
+                else "EnzymePy has no rule for this intrinsic: please report it; meanwhile "
+                     "move the code it comes from into a function marked inactive or with a "
+                     "custom derivative")
+        return MissingDefinitionError(f"the LLVM intrinsic '{name}' touches values that carry "
+                                      "derivatives and has no derivative rule",
+                                      location=location, hint=hint)
+    if forward:
+        hint = (f"make the definition of '{name}' visible (same program / LTO), register a "
+                f"forward derivative (__enzyme_register_derivative_{name}) or mark it "
+                "inactive (__enzyme_inactivefn)")
+    else:
+        hint = (f"make the definition of '{name}' visible (same program / LTO), or register "
+                f"a custom gradient (void *__enzyme_register_gradient_{name}[3] = "
+                f"{{{name}, {name}_aug, {name}_rev}}), or mark it inactive "
+                f"(__enzyme_inactivefn); see enzyme.h")
+    return MissingDefinitionError(f"cannot differentiate call to external function '{name}': "
+                                  "no definition and no derivative rule", location=location,
+                                  hint=hint)

@@ -35,7 +35,7 @@ from .kinds import visitor as _visitor
 from .sort import fwd_qsort
 from .emit import (Emitter, copy_body, keep_byval, made_of_own_shadows, no_pointer_set_yet,
                    passes_shadow, zero)
-from .errors import (ADError, MissingDefinitionError, NoDerivativeError, no_shadow_rule_error,
+from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
 from .libc import shadowed_writes, written
@@ -568,12 +568,7 @@ class ForwardGen:
                 "forward mode needs a forward one", location=self.ctx.err_loc(inst),
                 hint=f"register void *__enzyme_register_derivative_{orig}[2] = "
                      f"{{(void*){orig}, (void*){orig}_fwd}};")
-        raise MissingDefinitionError(
-            f"cannot differentiate call to external function '{name}': no definition and no "
-            "derivative rule", location=self.ctx.err_loc(inst),
-            hint=f"make the definition of '{name}' visible (same program / LTO), register a "
-                 f"forward derivative (__enzyme_register_derivative_{name}) or mark it "
-                 "inactive (__enzyme_inactivefn)")
+        raise external_call_error(name, self.ctx.err_loc(inst), forward=True)
 
     def _alloc(self, inst, A, name):
         e = self.e
