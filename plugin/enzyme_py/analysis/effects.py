@@ -441,6 +441,8 @@ def call_effect(name: str):
         return _MATH
     if name.startswith(_CXX_TEXT_PREFIXES):
         return _CXX_TEXT
+    if name.startswith(_CXX_STREAM_PREFIXES):
+        return _CXX_STREAM
     if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_EXCEPTION.match(name):
         return _CXX_EXCEPTION_EFFECT
     return None
@@ -456,6 +458,25 @@ _CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
                       "_ZNKSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE")
 _CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++, "
                                    "libc++): characters only")
+
+
+# formatted output to C++ streams (libstdc++, libc++): ``std::cout << x`` reads x and
+# writes only the stream's own state and buffers -- a diagnostic inside differentiated
+# code, as Enzyme treats it (its list of known inactive functions)
+_CXX_STREAM_PREFIXES = (
+    "_ZNSolsE", "_ZNSo9_M_insertI", "_ZNSo5flushEv", "_ZNSo3putEc", "_ZNSo5writeEPKcl",
+    "_ZSt16__ostream_insertI", "_ZStlsI", "_ZSt4endlI", "_ZSt5flushI", "_ZSt4endsI",
+    "_ZNKSt5ctypeIcE13_M_widen_initEv", "_ZNKSt9basic_iosIcSt11char_traitsIcEE5widenEc",
+    "_ZNSt9basic_iosIcSt11char_traitsIcEE5clearESt12_Ios_Iostate", "_ZSt16__throw_bad_castv",
+    "_ZNSt3__113basic_ostreamIcNS_11char_traitsIcEEE",
+    "_ZNSt3__124__put_character_sequenceI", "_ZNSt3__124__put_character_sequenceB",
+    "_ZNSt3__1lsI", "_ZNSt3__1lsB",
+    "_ZNSt3__14endlI", "_ZNSt3__14endlB", "_ZNSt3__15flushI", "_ZNSt3__15flushB",
+    # the stream's locale, which std::endl's widen('\n') consults once inlined
+    "_ZNKSt3__18ios_base6getlocEv", "_ZNSt3__16localeD", "_ZNKSt3__16locale9use_facet",
+    "_ZNSt3__18ios_base5clearEj", "_ZNKSt3__15ctypeIcE")
+_CXX_STREAM = CallEffect("inactive", "formatted output to a C++ stream (std::cout << x): "
+                                     "reads its arguments, writes only the stream")
 
 
 # the standard exception classes' out-of-line members (libstdc++ and libc++):
