@@ -387,8 +387,22 @@ double spread(const double *x, int n) {
 """, "spread", [0.3, -1.1, 0.75, 2.05, 0.4])
 
 
+# The same over std::vector's iterators (structs holding a pointer): at -O0 InstCombine
+# merges `if (comp) min = it; else max = it;` into selects between two integer-typed
+# copies of iterators, and the select's store gave the iterator's shadow nothing -- a
+# null shadow pointer, and the derivative code crashed (SIGSEGV, both modes).
+ITERATORS = _program(["algorithm", "vector"], r"""
+double extremes(const double *x, int n) {
+  std::vector<double> w(x, x + n);
+  auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+  auto least = std::min_element(w.begin() + 1, w.end());
+  return *lo * *hi + std::sin(*least);
+}
+""", "extremes", [0.3, -1.1, 0.75, 2.05, -0.42, 0.18])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
-LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
+LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
                     "variant": (VARIANT, "shapes")}

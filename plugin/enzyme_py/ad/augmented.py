@@ -34,6 +34,18 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
+def _select_leaves(v, depth=4):
+    """The integer loads a tree of selects chooses between, or None when some arm is
+    not a load."""
+    if isinstance(v, Load):
+        return [v]
+    if isinstance(v, Select) and depth:
+        a, b = _select_leaves(v.operand(1), depth - 1), _select_leaves(v.operand(2), depth - 1)
+        if a is not None and b is not None:
+            return a + b
+    return None
+
+
 class AugmentedForward:
     """Builds ``gen.aug`` from ``gen.P`` (``gen``: the ``ReverseGen`` value context):
     the forward sweep of reverse mode."""
@@ -273,9 +285,51 @@ class AugmentedForward:
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
                               hint="copy the values with their own type, or use memcpy")
+            elif isinstance(v, Select) and v.type.is_int and v.type.width >= 32:
+                self._select_copy(v, inst, p)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+
+    def _select_copy(self, v, inst, p):
+        """``store (select c, (load a), (load b)), p`` into memory with a shadow: one of two
+        integer-typed copies chosen at run time (InstCombine merges the two branches of
+        ``if (less) it = a; else it = b;`` over C++ iterators at -O0).  Pointers: the same
+        select of the two shadows' bytes goes into p's shadow; an integer (or a choice
+        that is not between loads of memory with a shadow): nothing; a value that may be
+        floating-point: an error, like a plain integer copy."""
+        from ..analysis.types import byte_kinds, memory_kinds
+        leaves = _select_leaves(v)
+        if leaves is None or any(ld.operand(0) not in self.act.shadowed for ld in leaves):
+            return   # an integer computed, or read from memory without derivatives
+        w = v.type.width
+        ptrs = [ld.operand(0) for ld in leaves] + [p]
+        kinds = memory_kinds(ptrs)
+        if not _no_float_of_width(kinds, w):
+            kinds = byte_kinds(ptrs, w // 8, kinds)
+        if not _no_float_of_width(kinds, w):
+            raise ADError("an integer-typed copy (a select between two loaded integers) of "
+                          "memory that may hold floating-point values (type analysis could "
+                          "not tell)", location=self.ctx.err_loc(inst),
+                          hint="copy the values with their own type")
+        if "ptr" not in kinds or w != 64:
+            return
+        gen = self.gen
+        Store(self._select_shadow(v, inst), gen._sh_aug(p, inst),
+              align=inst.align).insert_after(gen.vmap[inst])
+
+    def _select_shadow(self, v, inst):
+        """The shadow bytes of a select tree of integer loads: each load's shadow read
+        right after the load, selected the same way."""
+        gen = self.gen
+        if isinstance(v, Load):
+            sv = Load(v.type, gen._sh_aug(v.operand(0), inst), align=v.align)
+            sv.insert_after(gen.vmap[v])
+            return sv
+        a, b = self._select_shadow(v.operand(1), inst), self._select_shadow(v.operand(2), inst)
+        s = Select(gen.vmap[v.operand(0)], a, b)
+        s.insert_after(gen.vmap[v])
+        return s
 
     def _float_copy(self, load, store):
         """The float type an integer load/store pair copies (a small struct copied as an

@@ -48,6 +48,18 @@ _DATA_OPS = {ExtractValue: (0,), InsertValue: (0, 1), ExtractElement: (0,),
              InsertElement: (0, 1), ShuffleVector: (0, 1), Freeze: (0,)}
 
 
+def _copied_into(v, shadowed, depth=4) -> bool:
+    """Whether integer ``v`` is stored into memory with a shadow, directly or through
+    selects (an integer-typed copy whose shadow bytes must be copied too)."""
+    for u in v.users:
+        if isinstance(u, Store) and u.operand(0) is v and u.operand(1) in shadowed:
+            return True
+        if isinstance(u, Select) and u.operand(0) is not v and depth \
+                and _copied_into(u, shadowed, depth - 1):
+            return True
+    return False
+
+
 class ForwardContext:
     """Forward-mode functions, memoized per (function, activity, width); shares the
     reverse-mode context's names, attribute groups and the registry."""
@@ -271,10 +283,9 @@ class ForwardGen:
             if inst in act.shadowed or inst in act.active:
                 lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
                 (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
-            elif inst.type.is_int and any(isinstance(u, Store) and u.operand(0) is inst
-                                          and u.operand(1) in act.shadowed
-                                          for u in inst.users):
+            elif inst.type.is_int and _copied_into(inst, act.shadowed):
                 # an integer-typed copy of memory that may hold floats: copy the shadow
+                # (possibly chosen by a select, see _visit_select)
                 self.tan[inst] = [e.load(inst.type, s, inst.align)
                                   for s in self.S(p, inst)]
 
@@ -328,6 +339,13 @@ class ForwardGen:
                                          self.S(inst.operand(2), inst))],
                     lambda inst, A: [e.select(A.operand(0), x, y) for x, y in
                                      zip(self.T(inst.operand(1)), self.T(inst.operand(2)))])
+        a, b = inst.operand(1), inst.operand(2)
+        if inst.type.is_int and inst not in self.tan and a in self.tan and b in self.tan:
+            # a choice between two integer-typed copies of memory with a shadow (iterators
+            # at -O0, merged by InstCombine): the same choice between their shadow bytes
+            e.position_before(self._next(A))
+            self.tan[inst] = [e.select(A.operand(0), x, y)
+                              for x, y in zip(self.tan[a], self.tan[b])]
 
     def _visit_extractvalue(self, inst, A):
         self._lanes(inst, A,
