@@ -160,3 +160,33 @@ int main() {
     assert r.returncode != 0
     assert "bad.cpp:4:" in r.stderr, r.stderr          # the user's line, not the header's
     assert "enzyme_out" in r.stderr and "__enzyme_fwddiff is forward mode" in r.stderr
+
+
+LAMBDA_TO_POINTER = r"""
+#include <cmath>
+#include <cstdio>
+extern "C" { double __enzyme_autodiff(void *, ...); double __enzyme_fwddiff(void *, ...); }
+template <class F> double grad(F f, double x) { return __enzyme_autodiff((void *)+f, x); }
+template <class F> double tangent(F f, double x) { return __enzyme_fwddiff((void *)+f, x, 1.0); }
+int main() {
+  auto lam = [](double x) { return std::sin(x) * x; };
+  double x = 0.7;
+  std::printf("%.17g %.17g %.17g\n", grad(lam, x), tangent(lam, x), std::cos(x) * x + std::sin(x));
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_captureless_lambda_converted_to_a_pointer(tmp_path, opt):
+    """``(void *)+f`` of a captureless lambda in a template helper: at -O0 the function is
+    the result of a call to the lambda's conversion operator, which returns a constant;
+    it was "the first argument must be a function known at compile time"."""
+    src = Path(tmp_path) / "l.cpp"
+    src.write_text(LAMBDA_TO_POINTER)
+    exe = Path(tmp_path) / "l"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    rev, fwd, want = (float(v) for v in subprocess.run([str(exe)], capture_output=True,
+                                                       text=True).stdout.split())
+    assert rev == pytest.approx(want, rel=1e-14) and fwd == pytest.approx(want, rel=1e-14)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..analysis.activity import floatish
 from ..ir import types as T
 from ..ir.attributes import Attributes
-from ..ir.instructions import Call, Cast, Load, Invoke
+from ..ir.instructions import Call, Cast, Invoke, Load, Ret
 from ..ir.instructions import Alloca
 from ..ir.values import ConstantFP, ConstantInt, Undef, ZeroInit
 from .runtime import TAPE_TYPE
@@ -165,6 +165,27 @@ def entry_uses_as_value(module):
     return out
 
 
+def _returned_function(v):
+    """The function a call to a defined function always returns (every ``ret`` returns
+    it, through casts): a C++ lambda's conversion to a function pointer, ``(void *)+f``,
+    which -O0 leaves a call (``operator double (*)(double)()``); else None."""
+    if not isinstance(v, (Call, Invoke)):
+        return None
+    callee = v.called_function
+    if callee is None or callee.is_declaration:
+        return None
+    found = None
+    for inst in callee.instructions():
+        if isinstance(inst, Ret):
+            r = inst.operand(0) if inst.operands else None
+            while isinstance(r, Cast):
+                r = r.operand(0)
+            if not getattr(r, "is_function", False) or found not in (None, r):
+                return None
+            found = r
+    return found
+
+
 def _const_int(v, what, loc):
     if not isinstance(v, ConstantInt):
         raise CallSiteError(f"{what} must be followed by an integer constant", location=loc,
@@ -191,6 +212,8 @@ def parse_site(call, mode) -> AutodiffSite:
     while isinstance(target, Cast) or (target.is_constant and not target.is_global
                                        and getattr(target, "opcode", None) == "bitcast"):
         target = target.operand(0)
+    if not getattr(target, "is_function", False):
+        target = _returned_function(target) or target
     if not getattr(target, "is_function", False):
         raise CallSiteError(f"{name}: the first argument must be a function known at compile "
                             "time", location=loc, hint="pass the function itself, e.g. (void*)f")
