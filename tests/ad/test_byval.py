@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers import enzyme_cc
-from test_never_silent import PRELUDE
+from test_never_silent import PRELUDE, run
 
 C_PROGRAM = PRELUDE + r"""
 typedef struct { double a, b, c, d; } Params;
@@ -100,7 +100,7 @@ def test_cxx_value_object_scaled_by_a_member(tmp_path, opt):
 # IR signature (``ptr byval``): the adjoint accumulates into the caller's dv.  A
 # private copy of the shadow (right for a shadow passed by value, which is already a
 # copy) threw the gradient away: dv stayed 0.
-ADDRESS_PROGRAM = PRELUDE + r"""
+ADDRESS_PROGRAM = r"""
 typedef struct { double x, y, z, w; } vec4;
 __attribute__((noinline)) static void shift(vec4 *v, double s) { v->z += s * v->x; }
 double v4norm(vec4 v) { shift(&v, 0.5); return sqrt(v.x * v.x + v.y * v.y + v.z * v.z) * v.w; }
@@ -125,12 +125,5 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_reverse_adjoint_reaches_the_callers_shadow(tmp_path, opt):
-    src = Path(tmp_path) / "a.c"
-    src.write_text(ADDRESS_PROGRAM)
-    exe = Path(tmp_path) / "a"
-    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
-    assert out.stdout.count("ok ") == 7, out.stdout
+    assert run(tmp_path, ADDRESS_PROGRAM, opt).count("ok ") == 7
 

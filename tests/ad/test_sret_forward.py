@@ -6,15 +6,11 @@ call's own sret was not matched with the function's); real Enzyme 15 builds it."
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from helpers import enzyme_cc
-from test_never_silent import PRELUDE
+from test_never_silent import run
 
-PROGRAM = PRELUDE + r"""
+PROGRAM = r"""
 typedef struct { double x, y, z, w; } vec4;
 vec4 vscale(vec4 v, double s) {
     vec4 r = {v.x * s, v.y * s * s, sin(v.z), v.w * v.x};
@@ -49,11 +45,4 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
 def test_forward_mode_of_a_struct_returned_in_memory(tmp_path, opt):
-    src = Path(tmp_path) / "s.c"
-    src.write_text(PROGRAM)
-    exe = Path(tmp_path) / "s"
-    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
-    assert out.stdout.count("ok ") == 9, out.stdout
+    assert run(tmp_path, PROGRAM, opt).count("ok ") == 9
