@@ -462,3 +462,47 @@ def test_shared_ptr_optional_variant_and_friends(tmp_path, opt):
     # (__shared_weak_count::__release_weak): no rule for it yet, so not with libc++
     shared = [] if find_clang().origin == "ziglang" else ["-DSHARED"]
     assert _derivatives(tmp_path, VOCABULARY, opt, ["-std=c++17", *shared]) == {"vocab"}
+
+
+# Type analysis answered from whatever derivative code had been built when it was
+# asked: a constructor storing a function pointer beside a std::vector at -O0 was "a
+# pointer without a shadow ... is mixed" when the program took only a gradient, and
+# built when it also took a tangent of the same function (the analysis then ran before
+# the augmented code existed).  Now questions about the program see the program only.
+REVERSE_ONLY = r"""
+#include <cmath>
+#include <cstdio>
+#include <vector>
+extern "C" { double __enzyme_autodiff(void *, ...); }
+using Act = double (*)(double);
+static double tanh_act(double z) { return std::tanh(z); }
+struct Layer {
+  std::vector<double> W;
+  Act act;
+  Layer(int n, Act a) : W(n), act(a) {}
+};
+static double f(const double *p) {
+  Layer l(2, tanh_act);
+  l.W[0] = p[0];
+  l.W[1] = p[1] * p[0];
+  return l.act(l.W[0] + l.W[1]);
+}
+int main() {
+  double p[2] = {0.3, -0.7}, dp[2] = {0, 0};
+  __enzyme_autodiff((void *)f, p, dp);
+  double c = std::cosh(p[0] + p[1] * p[0]), s = 1 / (c * c);
+  std::printf("%.17g %.17g %.17g %.17g\n", dp[0], s * (1 + p[1]), dp[1], s * p[0]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_analysis_does_not_depend_on_other_call_sites(tmp_path, opt):
+    src = Path(tmp_path) / "r.cpp"
+    src.write_text(REVERSE_ONLY)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "r")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    got = [float(v) for v in subprocess.run([str(tmp_path / "r")], capture_output=True,
+                                            text=True).stdout.split()]
+    assert got[0] == pytest.approx(got[1], rel=1e-12) and got[2] == pytest.approx(got[3], rel=1e-12)

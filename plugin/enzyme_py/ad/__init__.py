@@ -356,6 +356,12 @@ def _round(module, options, log) -> None:
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)
+    # type analysis answers about the program (the copies to differentiate, what they
+    # call) from the program alone, whatever derivative code this round has built by
+    # the time it is asked: its answer no longer depends on which call site's code was
+    # generated first (see typetree.MemoryTypes.of)
+    module.typetree_scope = [f for f in module.functions
+                             if f.is_materialized and not f.is_declaration]
     ctx = Context(module, rename, log)
     ctx.strong_zero = options.get("strong-zero", "0") != "0"
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
@@ -416,6 +422,7 @@ def _round(module, options, log) -> None:
     for c in list(clone_of.values()):
         if not c.uses:
             c.erase()
+    module.__dict__.pop("typetree_scope", None)
     n = ctx.stats["instructions"]
     dt = t3 - t2
     log(f"AD: {len(sites)} call site(s), {ctx.stats['functions']} function(s), {n} "

@@ -114,14 +114,33 @@ class MemoryTypes:
     """The unification over the module's analysed functions (see the module docstring)."""
 
     _built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    _built_all: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @classmethod
     def of(cls, module, values=()) -> MemoryTypes:
         """The analysis of ``module``, built again when one of ``values`` lies in a
-        function made since (the AD pass adds functions as it goes)."""
-        got = cls._built.get(module)
-        if got is None or any(got._unseen(v) for v in values):
-            got = cls._built[module] = cls(module)
+        function made since (the AD pass adds functions as it goes).  While the AD pass
+        generates derivative code it sets ``module.typetree_scope`` (the program's
+        functions at the start): questions about the program are answered from those
+        alone -- the derivative functions built so far, which pass primal and shadow
+        values side by side, would otherwise merge what the program keeps apart, and the
+        answer would depend on the order the call sites' code was generated in; a
+        question about a value of a generated function gets an analysis of everything."""
+        scope = module.__dict__.get("typetree_scope")
+        if scope is not None:
+            got = cls._built.get(module)
+            if got is None or got._scope is not scope:
+                got = cls._built[module] = cls(module, [f for f in scope if f.parent is module])
+                got._scope = scope
+            if not any(got._unseen(v) for v in values):
+                return got
+            cache = cls._built_all
+        else:
+            cache = cls._built
+        got = cache.get(module)
+        if got is None or getattr(got, "_scope", None) is not None \
+                or any(got._unseen(v) for v in values):
+            got = cache[module] = cls(module)
         return got
 
     def _unseen(self, v) -> bool:
@@ -131,6 +150,7 @@ class MemoryTypes:
         return isinstance(f, Function) and f not in self._analysed
 
     def __init__(self, module, functions=None):
+        self._scope = None
         self.module, self.dl = module, module.datalayout
         self._node: dict = {}
         self._pending: list = []
