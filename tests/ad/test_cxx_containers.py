@@ -401,8 +401,27 @@ double extremes(const double *x, int n) {
 """, "extremes", [0.3, -1.1, 0.75, 2.05, -0.42, 0.18])
 
 
+# A std::vector of {int, int, double} records built from an initializer list: at -O0
+# the runtime-size copy (__copy_m<Spring>, a memmove) was typed as mixing floats and
+# pointers -- the byte-offset analysis then ran over the derivative functions built so
+# far as well as the program (see test_analysis_does_not_depend_on_other_call_sites).
+SPRINGS = _program(["vector"], r"""
+struct Spring { int i, j; double rest; };
+double springs(const double *x, int n) {
+  std::vector<Spring> s = {{0, 1, 1.0}, {1, 2, 2.0}, {2, 0, 0.5}};
+  double e = 0;
+  for (const auto &sp : s) {
+    double d = x[sp.i % n] - x[sp.j % n] - sp.rest;
+    e += d * d;
+  }
+  return e;
+}
+""", "springs", [0.6, -0.4, 1.3])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
-LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
+LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"),
+                    "springs": (SPRINGS, "springs"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
                     "variant": (VARIANT, "shapes")}
