@@ -52,6 +52,22 @@ def _np(t, p: api.Param, fname: str):
     return t
 
 
+class _FirstOrderOnly(torch.autograd.Function):
+    """``g`` itself, tied to ``inputs`` in the graph of a backward: differentiating it
+    raises (see ``function``'s ``_second_order_fails``)."""
+
+    @staticmethod
+    def forward(ctx, name, g, *inputs):
+        ctx.name = name
+        return g.clone()
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise RuntimeError(f"{ctx.name}: EnzymePy's PyTorch functions have first derivatives "
+                           "only; a second derivative (a Hessian, grad of grad with "
+                           "create_graph=True) is not supported")
+
+
 def function(fun, out_shapes=None):
     """Wrap ``lib.f`` as a torch function (see the module docstring)."""
     fn = api._function(fun, "torch.function")
@@ -99,6 +115,20 @@ def function(fun, out_shapes=None):
     def to_torch(a):
         return torch.from_numpy(np.asarray(a))
 
+    def _second_order_fails(ctx, grads):
+        """The gradient is computed outside torch's graph: where a graph of the backward
+        is being built (``create_graph=True``: a Hessian, a gradient penalty) and the
+        inputs require gradients, each gradient is tied to those inputs through a node
+        whose own backward raises -- differentiating it again fails loudly instead of
+        silently dropping the C function's part (its second derivative came out 0).
+        (``torch.autograd.function.once_differentiable`` looks only at the incoming
+        gradients, which here do not require gradients.)"""
+        needing = [t for t in ctx.saved_tensors if t.requires_grad]
+        if not torch.is_grad_enabled() or not needing:
+            return grads
+        return tuple(None if g is None else _FirstOrderOnly.apply(fn.__name__, g, *needing)
+                     for g in grads)
+
     class EnzymeFunction(torch.autograd.Function):
         @staticmethod
         def forward(*args):
@@ -127,6 +157,10 @@ def function(fun, out_shapes=None):
 
         @staticmethod
         def backward(ctx, *grad_outputs):
+            return _second_order_fails(ctx, EnzymeFunction._backward(ctx, *grad_outputs))
+
+        @staticmethod
+        def _backward(ctx, *grad_outputs):
             args = EnzymeFunction._args(ctx)
             vals = values(args)
             active = [i for k, i in enumerate(inputs)

@@ -77,3 +77,23 @@ def test_mlp_matches_torch_autograd():
     ref = torch.autograd.grad(ref_loss, params)
     for o, r in zip(ours, ref):
         assert (o - r).abs().max().item() < 1e-10
+
+
+def test_second_derivative_raises_instead_of_dropping_the_c_part(lib):
+    """The gradient comes from C, outside torch's graph: a Hessian through it came out
+    without the C function's part (diag 2 for 6w + 2: silently wrong).  Now the first
+    derivative with create_graph=True is right and differentiating it again raises."""
+    f = enzyme_py.torch.function(lib.lsq)
+    a = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64, requires_grad=True)
+    xs = torch.linspace(-1, 1, 6, dtype=torch.float64)
+    ys = torch.cos(xs)
+    s = torch.tensor(1.2, dtype=torch.float64)
+    loss = f(a, xs, ys, 6, s) + (a ** 2).sum()
+    g, = torch.autograd.grad(loss, a, create_graph=True)
+    e = s * (a[0] + a[1] * xs + a[2] * torch.sin(xs)) - ys
+    ref, = torch.autograd.grad(0.5 * (e * e).sum() + (a ** 2).sum(), a)
+    torch.testing.assert_close(g.detach(), ref, rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match="first derivatives only"):
+        torch.autograd.grad(g.sum(), a)
+    with pytest.raises(RuntimeError, match="first derivatives only"):
+        torch.autograd.functional.hessian(lambda a: f(a, xs, ys, 6, s), a.detach())
