@@ -73,6 +73,18 @@ def test_help_mentions_own_options(ecc):
     assert "-save-temps" in out and "ENZYME_CLANG" in out
 
 
+@pytest.mark.parametrize("flag", ["-fenzyme-strong-zero=no", "-fenzyme-preopt=2",
+                                  "-fenzyme-preopt=abc", "-fenzyme-bogus"])
+def test_enzyme_option_values_are_checked(tmp_path, ecc, flag):
+    """Every -fenzyme-* option is a switch: a value other than 0 or 1 was taken as 1
+    (``-fenzyme-strong-zero=no`` switched strong zero on); now a usage error."""
+    src = copy_data("single.c", tmp_path)
+    proc = run([ecc, flag, src, "-o", tmp_path / "a", "-lm"], tmp_path, ok=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert re.search(r"the value must be 0 or 1|unknown option", proc.stderr), proc.stderr
+    assert not (tmp_path / "a").exists()
+
+
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 @pytest.mark.parametrize("name,cxx", [("single.c", False), ("cxx.cpp", True)])
 def test_single_file_matches_clang(tmp_path, ecc, ecxx, clang, opt, name, cxx):

@@ -122,12 +122,18 @@ def _swap_module(module, new):
 
 
 def check_options(options: dict[str, str]) -> None:
-    """A usage error for an unknown ``-fenzyme-NAME``."""
+    """A usage error for an unknown ``-fenzyme-NAME``, or a value other than 0 or 1 (all
+    of them are switches: ``-fenzyme-strong-zero=no`` must not switch it on)."""
+    from ..errors import UsageError
     unknown = set(options) - set(OPTIONS)
     if unknown:
-        from ..errors import UsageError
         raise UsageError(f"unknown option -fenzyme-{sorted(unknown)[0]}",
                          hint="known: " + ", ".join(f"-fenzyme-{k}" for k in OPTIONS))
+    for name, value in sorted(options.items()):
+        if value not in ("0", "1"):
+            raise UsageError(f"-fenzyme-{name}={value}: the value must be 0 or 1",
+                             hint=f"-fenzyme-{name} (or =1) switches it on, "
+                                  f"-fno-enzyme-{name} (or =0) off")
 
 
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
