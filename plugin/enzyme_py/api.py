@@ -327,6 +327,7 @@ def _sig_from_json(d: dict) -> Signature:
 
 _LANGS = {"c": "c", "c++": "c++", "cxx": "c++", "cpp": "c++"}
 _CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C", ".hpp")
+_C_SUFFIXES = (".c", ".h")
 
 
 def compile(source: str | os.PathLike, *, lang: str | None = None,  # noqa: A001
@@ -344,6 +345,11 @@ def compile(source: str | os.PathLike, *, lang: str | None = None,  # noqa: A001
             text = fh.read()
         if lang is None and path.endswith(_CXX_SUFFIXES):
             lang = "c++"
+    elif isinstance(source, str) and "\n" not in source and ";" not in source \
+            and "{" not in source and source.strip().endswith(_C_SUFFIXES + _CXX_SUFFIXES):
+        # one line naming a C/C++ file that is not there: a mistyped path, not source
+        raise FileNotFoundError(f"compile: no such file: {source!r} (a string of C/C++ "
+                                "source must contain the code itself)")
     elif isinstance(source, str):
         text = source
     else:

@@ -254,7 +254,8 @@ def function(fun, out_shapes=None):
             dt = getattr(a, "dtype", None)
             if dt != np.dtype(p.dtype):
                 hint = (" (enable 64-bit JAX: jax.config.update('jax_enable_x64', True))"
-                        if p.dtype == "float64" and dt == np.float32 else "")
+                        if p.dtype == "float64" and dt == np.float32
+                        and not jax.config.jax_enable_x64 else "")
                 raise TypeError(f"{sig.name}: parameter '{p.name}' ({p.ctype}) takes "
                                 f"{p.dtype}, not {dt}{hint}")
             if p.kind == "array" and p.shape:

@@ -162,6 +162,15 @@ def test_argument_errors(lib):
         enzyme_py.jvp(lib.sumsq, (x, 3), (x, 1))
 
 
+def test_mistyped_path_is_not_taken_for_source():
+    """A one-line string naming a .c file that does not exist was compiled as C source
+    ("unknown type name 'nosuch'")."""
+    with pytest.raises(FileNotFoundError, match="no such file: 'nosuch.c'"):
+        enzyme_py.compile("nosuch.c")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        enzyme_py.compile("models/nosuch.cpp")
+
+
 def test_compile_error_carries_diagnostic():
     with pytest.raises(enzyme_py.CompileError) as e:
         enzyme_py.compile("double f(double x) { return x + ; }\n")

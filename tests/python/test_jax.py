@@ -70,8 +70,9 @@ def test_void_function_vjp(lib):
 
 def test_errors(lib):
     f = enzyme_py.jax.function(lib.lsq)
-    with pytest.raises(TypeError, match="parameter 'a' .*takes float64, not float32"):
+    with pytest.raises(TypeError, match="parameter 'a' .*takes float64, not float32") as e:
         f(jnp.ones(3, jnp.float32), jnp.ones(2), jnp.ones(2), 2, 1.0)
+    assert "enable 64-bit" not in str(e.value)     # it is enabled (the x64 fixture)
     with pytest.raises(TypeError, match="integer parameter 'n' must be a Python int"):
         jax.jit(f)(jnp.ones(3), jnp.ones(2), jnp.ones(2), 2, 1.0)
 
