@@ -161,6 +161,20 @@ def test_shared_library(tmp_path, ecc, clang):
     assert output_of(os.path.join(d, "t"), d) == output_of(os.path.join(d, "ref"), d)
 
 
+def test_function_to_differentiate_in_a_shared_library(tmp_path, ecc):
+    """The body is in a shared library (built with enzyme-cc): the hint said "compile its
+    definition with enzyme-cc too", which the user had done; it says what to link."""
+    (tmp_path / "model.c").write_text("double model(double x) { return x * x; }\n")
+    (tmp_path / "main.c").write_text(
+        "double model(double);\ndouble __enzyme_autodiff(void *, ...);\n"
+        "int main(void) { return (int)__enzyme_autodiff((void *)model, 3.0); }\n")
+    run([ecc, "-O2", "-shared", "-fPIC", "model.c", "-o", "libmodel.so"], tmp_path)
+    r = run([ecc, "-O2", "main.c", "-L.", "-lmodel", "-o", "app"], tmp_path, ok=False)
+    assert r.returncode == 1 and "body of 'model' is not available" in r.stderr, r.stderr
+    assert "a static library (the code of a shared library is not visible" in r.stderr
+    assert not (tmp_path / "app").exists()
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_makefile_parallel_build(tmp_path, ecc, clang):
     d = copy_data("makeproj", tmp_path)

@@ -219,7 +219,11 @@ def parse_site(call, mode) -> AutodiffSite:
                             "time", location=loc, hint="pass the function itself, e.g. (void*)f")
     if target.is_declaration:
         raise MissingDefinitionError(f"{name}: the body of '{target.name}' is not available",
-                            location=loc, hint="compile its definition with enzyme-cc too")
+                                     location=loc,
+                                     hint="compile its definition with enzyme-cc into the same "
+                                          "program: as a source file, an object or a static "
+                                          "library (the code of a shared library is not "
+                                          "visible to the AD pass)")
     site = AutodiffSite(call, mode, target, sret)
     forward = mode == "forward"
     i += 1
