@@ -26,6 +26,15 @@ from .rules import libm_rule, reduction_rule, struct_math_rule
 from .reverse_common import (_dead_pointer_web, _mem_intrinsic)
 
 
+def _int_copy_kinds(ptrs, w) -> set:
+    """What the memory an integer of ``w`` bits is copied between holds: the objects'
+    kinds, or, where those admit a floating-point value of that width, the byte-offset
+    analysis's for exactly the ``w // 8`` bytes moved."""
+    from ..analysis.types import byte_kinds, memory_kinds
+    kinds = memory_kinds(ptrs)
+    return kinds if _no_float_of_width(kinds, w) else byte_kinds(ptrs, w // 8, kinds)
+
+
 def _no_float_of_width(kinds, w) -> bool:
     """Type analysis's ``kinds`` of memory an integer of ``w`` bits is copied from/to
     hold no floating-point value of that width (an integer, a pointer)."""
@@ -263,11 +272,8 @@ class AugmentedForward:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width >= 32 and not self._int_by_layout(v):
-                from ..analysis.types import byte_kinds, memory_kinds
                 w = v.type.width
-                kinds = memory_kinds([v.operand(0), p])
-                if not _no_float_of_width(kinds, w):
-                    kinds = byte_kinds([v.operand(0), p], w // 8, kinds)
+                kinds = _int_copy_kinds([v.operand(0), p], w)
                 if _no_float_of_width(kinds, w):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
@@ -298,15 +304,11 @@ class AugmentedForward:
         select of the two shadows' bytes goes into p's shadow; an integer (or a choice
         that is not between loads of memory with a shadow): nothing; a value that may be
         floating-point: an error, like a plain integer copy."""
-        from ..analysis.types import byte_kinds, memory_kinds
         leaves = _select_leaves(v)
         if leaves is None or any(ld.operand(0) not in self.act.shadowed for ld in leaves):
             return   # an integer computed, or read from memory without derivatives
         w = v.type.width
-        ptrs = [ld.operand(0) for ld in leaves] + [p]
-        kinds = memory_kinds(ptrs)
-        if not _no_float_of_width(kinds, w):
-            kinds = byte_kinds(ptrs, w // 8, kinds)
+        kinds = _int_copy_kinds([ld.operand(0) for ld in leaves] + [p], w)
         if not _no_float_of_width(kinds, w):
             raise ADError("an integer-typed copy (a select between two loaded integers) of "
                           "memory that may hold floating-point values (type analysis could "

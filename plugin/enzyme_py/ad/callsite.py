@@ -483,7 +483,7 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
             # memory when it passed a pointer (&dv, as Enzyme reads the signature), a
             # copy when it passed the struct by value (its own copy already, maybe
             # folded into read-only data)
-            byval = _byval_type(fn.args[bnd.index])
+            byval = _attr_type(fn.args[bnd.index], "byval")
             if byval is not None and site.mode not in ("forward", "batch") and not bnd.by_value:
                 byval = None
             if bnd.dupv is not None:
@@ -519,12 +519,6 @@ def _guard_distinct(e, site, loc) -> None:
         e.call(alias_guard(site.call.module),
                [_coerce(e, value[i], T.ptr, loc), _coerce(e, value[j], T.ptr, loc),
                 _string(site.call.module, msg), ConstantInt(T.i64, len(msg.encode()))])
-
-
-def _byval_type(arg):
-    """The type of a struct parameter passed by value in memory (``byval(T)``), else
-    None."""
-    return _attr_type(arg, "byval")
 
 
 def _attr_type(arg, attr):
