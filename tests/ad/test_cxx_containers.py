@@ -419,11 +419,54 @@ double springs(const double *x, int n) {
 """, "springs", [0.6, -0.4, 1.3])
 
 
+# A small multilayer perceptron as C++ code writes one: layers holding two vectors and
+# an activation function pointer, made by std::make_unique into a vector of unique_ptrs.
+# At -O0 the constructor was "a pointer without a shadow ... is mixed": the helpers
+# building each vector nest ten deep (destroying them, from vector<unique_ptr>'s
+# reallocation, sixteen), and past six the byte-offset analysis let the innermost one's
+# parameter stand for both vectors, which put the function pointer in a class with the
+# weights (see test_typetree's nested-helper test).
+LAYERS = _program(["memory", "vector"], r"""
+using Act = double (*)(double);
+static double tanh_act(double z) { return std::tanh(z); }
+static double ident(double z) { return z; }
+struct Layer {
+  int in, out;
+  std::vector<double> W, b;
+  Act act;
+  Layer(int i, int o, Act a) : in(i), out(o), W(size_t(i) * o), b(o), act(a) {}
+  std::vector<double> operator()(const std::vector<double> &x) const {
+    std::vector<double> y(out);
+    for (int r = 0; r < out; r++) {
+      double s = b[r];
+      for (int c = 0; c < in; c++) s += W[r * in + c] * x[c];
+      y[r] = act(s);
+    }
+    return y;
+  }
+};
+double mlp(const double *x, int n) {
+  std::vector<std::unique_ptr<Layer>> net;
+  net.push_back(std::make_unique<Layer>(2, 3, tanh_act));
+  net.push_back(std::make_unique<Layer>(3, 1, ident));
+  int k = 0;
+  for (auto &l : net) {
+    for (auto &w : l->W) { w = 0.1 * (k % 7) - 0.3 + 0.5 * x[k % n]; k++; }
+    for (auto &c : l->b) { c = 0.05 * k; k++; }
+  }
+  std::vector<double> h = {x[0], x[1]};
+  for (const auto &l : net) h = (*l)(h);
+  return h[0];
+}
+""", "mlp", [0.4, -0.3, 0.9, 0.2])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
 LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"),
                     "springs": (SPRINGS, "springs"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
+                    "layers": (LAYERS, "mlp"),
                     "variant": (VARIANT, "shapes")}
 
 

@@ -247,6 +247,70 @@ def test_function_pointers_point_at_code():
     assert t.kinds(_value(m, "op_init", "data")) == {"double"}
 
 
+def _nested_constructors(depth: int) -> str:
+    """An object {i64, vec, vec, fn} built the way C++ builds one at -O0: each member
+    vector by a chain of ``depth`` small constructors (vector, _Vector_base, _Vector_impl,
+    the allocator, ...), the innermost storing the buffer's pointer; the function pointer
+    stored by the object's own constructor."""
+    chain = "".join(f"""
+define void @ctor{k}(ptr %p, ptr %buf) {{
+  call void @ctor{k + 1}(ptr %p, ptr %buf)
+  ret void
+}}""" for k in range(depth - 1))
+    return chain + f"""
+define void @ctor{depth - 1}(ptr %p, ptr %buf) {{
+  store ptr %buf, ptr %p
+  ret void
+}}
+
+define void @object(ptr %o, ptr %fn) {{
+  %w = getelementptr i8, ptr %o, i64 8
+  %wb = call ptr @malloc(i64 64)
+  call void @ctor0(ptr %w, ptr %wb)
+  %b = getelementptr i8, ptr %o, i64 32
+  %bb = call ptr @malloc(i64 64)
+  call void @ctor0(ptr %b, ptr %bb)
+  %f = getelementptr i8, ptr %o, i64 56
+  store ptr %fn, ptr %f
+  ret void
+}}
+
+define double @use(i64 %k) {{
+  %o = alloca [64 x i8]
+  call void @object(ptr %o, ptr @sq)
+  %wp = getelementptr i8, ptr %o, i64 8
+  %w = load ptr, ptr %wp
+  %e = getelementptr double, ptr %w, i64 %k
+  store double 1.0, ptr %e
+  %bp = getelementptr i8, ptr %o, i64 32
+  %bv = load ptr, ptr %bp
+  %v = load double, ptr %bv
+  ret double %v
+}}
+
+define double @sq(double %t) {{
+  %r = fmul double %t, %t
+  ret double %r
+}}
+
+declare ptr @malloc(i64)
+"""
+
+
+@pytest.mark.parametrize("depth", [3, 10])
+def test_members_built_by_deeply_nested_helpers_stay_apart(depth):
+    # Before: past six helpers deep the innermost constructor's parameter stood for
+    # both members, the object became periodic with 24 bytes, and the function pointer
+    # at 56 (= 8 mod 24) shared the first vector's field: "code" mixed with doubles
+    # ("a pointer without a shadow ... is mixed" on a C++ layer class at -O0).
+    m, t = _types(_nested_constructors(depth))
+    fn = _value(m, "object", "fn")
+    assert t.is_code(fn)
+    assert t.kinds(fn) == set()
+    assert t.tree(_value(m, "object", "o")) == \
+        "{8: ptr {0+8k: double}, 32: ptr {0: double}, 56: ptr}"
+
+
 def test_an_access_can_be_left_out_of_its_own_question():
     m, t = _types("""
 define void @f(ptr %p, ptr %q, i64 %x) {

@@ -67,7 +67,11 @@ __all__ = ["MemoryTypes"]
 _HINT_BYTES = {"double": 8, "float": 4, "int": 1, "ptr": 8}   # a hint's element size
 _MOST_FUNCTIONS = 4000
 _SMALL = 40           # instructions: a helper this small is analysed once per call site
-_DEPTH = 6            # ... up to this many such helpers deep
+_DEPTH = 16 # ... up to this many such helpers deep: C++ at -O0 nests them
+                     # ten deep (make_unique, a class's constructor, vector's,
+                     # _Vector_base's, _Vector_impl's, the allocator's ...); a helper
+                     # past the depth binds every caller's object to its parameters,
+                     # so two members built by it make their object periodic
 _BUDGET = 200_000     # instructions visited that way, in all
 
 
@@ -165,6 +169,7 @@ class MemoryTypes:
         self._contexts: dict = {}
         self._budget = _BUDGET
         self._sizes: dict = {}
+        self._leaves: dict = {}
         self._source = None     # the instruction whose accesses are being recorded
         if functions is None:
             functions = [f for f in module.functions
@@ -389,7 +394,8 @@ class MemoryTypes:
         if callee not in self._visited and callee in self._analysed:
             self._needed.append(callee)     # its parameters stand for this call site
         for a, p in zip(args, callee.args):
-            self._unify(p, a)
+            if p.uses:      # an unused parameter says nothing, and would merge the callers'
+                self._unify(p, a)       # objects (an empty destructor's ``this``)
         if self._tracked(c):
             self._pending.append((self.node(c), self._return_node(callee), 0))
 
@@ -401,13 +407,22 @@ class MemoryTypes:
 
     def _per_call_site(self, f) -> bool:
         """Whether to analyse a call's callee in the call's context (see ``_inl``):
-        small, not recursive, not too deep, within the budget."""
+        small, not recursive, within the budget, and not too deep unless it calls no
+        defined function (a leaf adds no depth: it cannot multiply the work)."""
         n = self._size(f)
-        if n > _SMALL or len(self._inl) >= _DEPTH or n > self._budget \
-                or any(f is g for g, _, _ in self._inl):
+        if n > _SMALL or n > self._budget or any(f is g for g, _, _ in self._inl) \
+                or len(self._inl) >= _DEPTH and not self._is_leaf(f):
             return False
         self._budget -= n
         return True
+
+    def _is_leaf(self, f) -> bool:
+        leaf = self._leaves.get(f)
+        if leaf is None:
+            leaf = self._leaves[f] = not any(
+                isinstance(i, Call) and i.called_function is not None
+                and not i.called_function.is_declaration for i in f.instructions())
+        return leaf
 
     def _gep(self, g, base, source_type, indices):
         """``g = base + c + i*s...``: one class, periodic with each variable stride."""
