@@ -211,25 +211,17 @@ def optimize(mod, options: PipelineOptions = PipelineOptions()) -> None:
     pm.run(mod, pb)
 
 
-def rules_out_of_line(data: bytes, level: int) -> bytes | None:
+def rules_out_of_line(data: bytes, level: int, choose) -> bytes | None:
     """``data``: a translation unit's bitcode before optimisation (clang
     ``-Xclang -disable-llvm-passes``).  Mark ``noinline`` every function defined here
-    that an ``__enzyme_register_*`` global names first (the function a custom rule is
-    for), so that the inliner keeps it out of line and the AD pass finds the call to
-    replace; then run the ``-O<level>`` pipeline without vectorisation and unrolling (as
-    clang's pre-link pipeline leaves it).  Returns the optimised bitcode, or None when
-    the unit registers no rule for a function it defines."""
-    import re
+    that ``choose(ir_text)`` names (the functions a custom rule is for, or marked
+    inactive: see ``registry.Registry.out_of_line``), so that the inliner keeps them
+    out of line and the AD pass finds the calls; then run the ``-O<level>`` pipeline
+    without vectorisation and unrolling (as clang's pre-link pipeline leaves it).
+    Returns the optimised bitcode, or None when no such function is defined here."""
     mod = parse_bitcode(data, "the unoptimised bitcode")
-    names = set()
-    for g in mod.global_variables:
-        if g.name.startswith("__enzyme_register_"):
-            # @__enzyme_register_gradient_x = global [3 x ptr] [ptr @f, ptr @f_aug, ...]
-            m = re.search(r'\]\s*\[\s*ptr (@"(?:[^"\\]|\\.)*"|@[-\w.$]+)', str(g))
-            if m:
-                names.add(m.group(1)[1:].strip('"'))
     marked = 0
-    for name in names:
+    for name in sorted(choose(str(mod))):
         try:
             fn = mod.get_function(name)
         except NameError:

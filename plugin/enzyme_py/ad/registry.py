@@ -24,7 +24,7 @@ from ..ir.values import ConstantAggregate, ConstantExpr, ConstantString
 from .errors import ADError
 from .rules import libm_rule
 
-__all__ = ["Registry", "CustomRule"]
+__all__ = ["Registry", "CustomRule", "MARKERS"]
 
 _RULES = {  # prefix -> (kind, expected length, what each slot is)
     "__enzyme_register_gradient_": ("gradient", 3, "{primal, augmented forward, reverse}"),
@@ -33,6 +33,9 @@ _RULES = {  # prefix -> (kind, expected length, what each slot is)
                                            "{primal, augmented forward, forward split}"),
 }
 _INACTIVE_ANNOTATIONS = ("enzyme_inactive", "enzyme_const", "enzyme_inactivefn")
+# Bytes found in a unit's bitcode (its symbol names) when it may register something
+MARKERS = (b"__enzyme_register_", b"__enzyme_function_like", b"__enzyme_inactivefn",
+           b"llvm.global.annotations")
 
 
 def _strip(v):
@@ -157,6 +160,14 @@ class Registry:
                 self.inactive_globals.add(target.name)
 
     # -- queries ---------------------------------------------------------------
+    def out_of_line(self) -> set:
+        """The functions whose calls the AD pass must find as calls: those with a rule,
+        ``function_like`` or inactive.  Inlined into a caller by clang's optimisation,
+        their bodies would be differentiated instead (a clamp marked inactive would
+        pass its derivative on)."""
+        return (set(self.gradients) | set(self.derivatives) | set(self.splitderivatives)
+                | set(self.function_like) | self.inactive_fns)
+
     def special(self, name) -> bool:
         """Calls to ``name`` are not differentiated through its body."""
         return (name in self.gradients or name in self.derivatives

@@ -372,22 +372,29 @@ class Driver:
     def compile_source(self, src: Input, out: str, bitcode_only: bool,
                        dep_target: str | None) -> None:
         """Compile ``src`` to ``out``.  A unit that registers a custom rule
-        (``__enzyme_register_*``) for a function it defines is compiled again in two
-        steps when optimising: unoptimised bitcode, ``noinline`` on the functions the
-        rules are for, then the optimisation (``llvm.rules_out_of_line``).  Otherwise
-        clang's inliner would copy such a function's body into its callers and the AD
-        pass would differentiate the body instead of using the rule."""
+        (``__enzyme_register_*``), ``__enzyme_function_like`` or an inactive function
+        (``__enzyme_inactivefn``, ``annotate("enzyme_inactive")``) for a function it
+        defines is compiled again in two steps when optimising: unoptimised bitcode,
+        ``noinline`` on those functions, then the optimisation
+        (``llvm.rules_out_of_line``).  Otherwise clang's inliner would copy such a
+        function's body into its callers and the AD pass would differentiate the body
+        instead of using the rule or leaving the call inactive."""
+        from ..ad.registry import MARKERS, Registry
+        from ..ir import parse_module
+
         self.call(self.compile_command(src, out, bitcode_only, dep_target))
         speed = self.args.opt_level[0]
         if speed == 0 or src.lang in ("assembler", "assembler-with-cpp"):
             return
-        if b"__enzyme_register_" not in _read(out):
+        data = _read(out)
+        if not any(m in data for m in MARKERS):
             return
         pre = out + ".pre.bc"
         try:
             self.call(self.compile_command(src, pre, True, dep_target or out)
                       + ["-Xclang", "-disable-llvm-passes"])
-            bc = llvm.rules_out_of_line(_read(pre), speed)
+            bc = llvm.rules_out_of_line(
+                _read(pre), speed, lambda text: Registry.read(parse_module(text)).out_of_line())
             if bc is None:
                 return
             if bitcode_only or self.clang.major != llvm.llvm_major():
