@@ -124,3 +124,67 @@ def test_rules_are_registered_by_their_first_element(tmp_path, opt):
     assert math.isclose(v["rev"][0], want, rel_tol=1e-12)
     assert v["fwd"][1] == 1
     assert math.isclose(v["fwd"][0], want, rel_tol=1e-12)
+
+
+# The function given to the entry point has a rule itself.  As in Enzyme (checked with
+# real Enzyme 15 on this program), the rule is used, not the body: reverse, forward and
+# split mode; a function_like function gets its libm derivative (Enzyme 15 gives 0
+# here: it differentiates the body); an inactive function asked for directly is
+# differentiated, as Enzyme does (only calls to it are inactive).  Before: the bodies
+# were differentiated -- 0 for the quantised root at every -O level.
+TOP_LEVEL = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+extern void *__enzyme_augmentfwd(void *, ...);
+extern void __enzyme_reverse(void *, ...);
+extern int enzyme_dup;
+static int n_rev, n_fwd;
+/* y[0] = a quantised square root of x[0]: its body's derivative is 0 */
+void qroot(const double *x, double *y) { y[0] = sqrt(floor(x[0] * 1e6) / 1e6); }
+void *qroot_aug(const double *x, const double *dx, double *y, double *dy) {
+  qroot(x, y); return NULL;
+}
+void qroot_rev(const double *x, double *dx, double *y, double *dy, void *tape) {
+  dx[0] += dy[0] * 0.5 / sqrt(x[0]); dy[0] = 0; n_rev++;
+}
+void qroot_fwd(const double *x, const double *dx, double *y, double *dy) {
+  qroot(x, y); dy[0] = dx[0] * 0.5 / sqrt(x[0]); n_fwd++;
+}
+void *__enzyme_register_gradient_qroot[3] = {(void *)qroot, (void *)qroot_aug, (void *)qroot_rev};
+void *__enzyme_register_derivative_qroot[2] = {(void *)qroot, (void *)qroot_fwd};
+double qexp(double x) { return exp(floor(x * 1e6) / 1e6); }
+void *__enzyme_function_like[2] = {(void *)qexp, (void *)"exp"};
+double clampd(double v) { return v > 2 ? 2 : v; }
+void *__enzyme_inactivefn[] = {(void *)clampd};
+int main(void) {
+  double x = 2.25, dx = 0, y = 0, dy = 1;
+  __enzyme_autodiff((void *)qroot, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy);
+  printf("rev %.17g %d\n", dx, n_rev);
+  dx = 1; dy = 0;
+  __enzyme_fwddiff((void *)qroot, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy);
+  printf("fwd %.17g %d\n", dy, n_fwd);
+  dx = 0; dy = 1;
+  void *tape = __enzyme_augmentfwd((void *)qroot, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy);
+  __enzyme_reverse((void *)qroot, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy, tape);
+  printf("split %.17g %d %.17g\n", dx, n_rev, y);
+  printf("like %.17g %.17g\n", __enzyme_autodiff((void *)qexp, 0.5),
+         __enzyme_fwddiff((void *)qexp, 0.5, 1.0));
+  printf("inactive %.17g\n", __enzyme_autodiff((void *)clampd, 1.5));
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_the_function_given_to_the_entry_point_uses_its_rule(tmp_path, opt):
+    out = build_and_run(tmp_path, TOP_LEVEL, opt)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    assert v["rev"] == [pytest.approx(1 / 3, rel=1e-12), 1]
+    assert v["fwd"] == [pytest.approx(1 / 3, rel=1e-12), 1]
+    assert v["split"] == [pytest.approx(1 / 3, rel=1e-12), 2, 1.5]
+    assert v["like"] == pytest.approx([math.exp(0.5)] * 2, rel=1e-12)
+    assert v["inactive"] == [1.0]

@@ -281,7 +281,8 @@ def _site_keys(found) -> dict:
 def _round(module, options, log) -> None:
     from ..ir import parse_module
     from ..ir.instructions import IndirectBr
-    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh
+    from .callsite import find_sites, lower_forward, lower_site, parse_site, refresh, \
+        through_rules
     from .custom import CallHooks
     from .forward import ForwardContext
     from .registry import Registry
@@ -294,6 +295,7 @@ def _round(module, options, log) -> None:
     registry = Registry.read(module)
     found = _ready(module, registry)
     sites = [parse_site(c, mode) for c, mode in found]
+    through_rules(sites, registry, module)
     # the functions to differentiate and everything they call, as private copies;
     # derivative code of an earlier round takes its buffers from plain malloc/free
     # instead of the pool (see runtime.unpool)

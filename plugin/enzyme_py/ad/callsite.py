@@ -193,6 +193,33 @@ def _const_int(v, what, loc):
     return v.value
 
 
+def through_rules(sites, registry, module) -> None:
+    """A call site whose function has a custom rule or is ``function_like`` a libm
+    function differentiates a wrapper that calls it instead: as in Enzyme,
+    ``__enzyme_autodiff((void*)f, x)`` of an ``f`` with a registered gradient uses the
+    rule, not ``f``'s body (and a ``function_like`` one its libm derivative, where
+    Enzyme 15 differentiates the body); the call inside the wrapper goes the way every
+    such call goes (``custom.CallHooks``).  An inactive function asked for directly is
+    differentiated, as Enzyme does: only calls to it are inactive.  The call's function
+    argument is the wrapper from then on (the site is found again after the pre-AD
+    optimisation)."""
+    from .dispatch import rule_wrapper
+    made: dict = {}
+    for site in sites:
+        fn = site.fn
+        if site.mode == "batch" or not registry.has_rule(fn.name):
+            continue
+        w = made.get(fn)
+        if w is None:
+            # one per function, whichever round meets it: an augmented forward and its
+            # reverse (split mode) must differentiate the same wrapper
+            name = f"{fn.name}.enzyme_entry"
+            w = made[fn] = module.get_function(name) or rule_wrapper(module, fn, name)
+        i = 1 if site.sret is not None else 0
+        site.call.set_arg(i, w)
+        site.fn = w
+
+
 def parse_site(call, mode) -> AutodiffSite:
     loc = location(call)
     name = entry_name(call.callee_name or "")

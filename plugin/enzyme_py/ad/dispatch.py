@@ -83,13 +83,14 @@ def has_rule(fn) -> bool:
     return fn.is_declaration and libm_rule(fn.name) is not None
 
 
-def rule_wrapper(module, fn):
-    """An internal function with ``fn``'s type whose body calls the declared ``fn``
-    directly: the private copy an indirect call's candidate needs (a body to
-    differentiate; the direct call inside uses ``fn``'s rule)."""
+def rule_wrapper(module, fn, name=None):
+    """An internal function with ``fn``'s type whose body calls ``fn`` directly: the
+    private copy an indirect call's candidate needs (a body to differentiate; the
+    direct call inside uses ``fn``'s rule), or the function a call site whose
+    function has a rule differentiates (``callsite.through_rules``)."""
     from .emit import Emitter
     ft = fn.function_type
-    w = module.add_function(f"{fn.name}.enzyme", ft, linkage="internal",
+    w = module.add_function(name or f"{fn.name}.enzyme", ft, linkage="internal",
                             fn_attrs="nounwind")
     e = Emitter(module)
     e.position_at_end(w.append_basic_block("entry"))

@@ -168,6 +168,10 @@ class Registry:
         return (set(self.gradients) | set(self.derivatives) | set(self.splitderivatives)
                 | set(self.function_like) | self.inactive_fns)
 
+    def has_rule(self, name) -> bool:
+        """``name``'s derivative comes from a rule: registered, or ``function_like``."""
+        return name in self.gradients or name in self.derivatives or name in self.function_like
+
     def special(self, name) -> bool:
         """Calls to ``name`` are not differentiated through its body."""
         return (name in self.gradients or name in self.derivatives
