@@ -65,7 +65,9 @@ __attribute__((weak)) int enzyme_vector;
 __attribute__((weak)) int enzyme_allocated;
 /* split mode: the tape to use.   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, enzyme_tape, t); */
 __attribute__((weak)) int enzyme_tape;
-/* split mode: __enzyme_reverse does not free the tape.
+/* split mode: __enzyme_reverse leaves the tape as it found it (not freed, not used up),
+ * so that the reverse pass can run on it again; a last __enzyme_reverse without
+ * enzyme_nofree frees it.
  *   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, enzyme_nofree, t); */
 __attribute__((weak)) int enzyme_nofree;
 

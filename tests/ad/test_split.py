@@ -51,10 +51,12 @@ int main(void) {
   void *t = __enzyme_augmentfwd_g((void *)g, enzyme_dup, xg, dg, enzyme_const, 3);
   __enzyme_reverse_g((void *)g, enzyme_dup, xg, dg, enzyme_const, 3, 1.0, t);
   t = __enzyme_augmentfwd_g((void *)g, enzyme_dup, xg, dg, enzyme_const, 3);
+  /* enzyme_nofree: the tape (and the loop's cache) stays for another reverse pass; the
+     last one, without enzyme_nofree, frees it all */
   __enzyme_reverse_gn((void *)g, enzyme_dup, xg, dg, enzyme_const, 3, 1.0, enzyme_nofree, enzyme_tape, t);
+  __enzyme_reverse_gn((void *)g, enzyme_dup, xg, dg, enzyme_const, 3, 1.0, enzyme_nofree, enzyme_tape, t);
+  __enzyme_reverse_g((void *)g, enzyme_dup, xg, dg, enzyme_const, 3, 1.0, t);
   printf("loop %.17g %.17g %.17g\n", dg[0], dg[1], dg[2]);
-  free(*(void **)t);   /* enzyme_nofree: the caller frees the tape's data and header */
-  free(t);
   return 0;
 }
 """
@@ -71,4 +73,92 @@ def test_split_matches_combined_and_leaks_nothing(tmp_path, opt, valgrind):
         for got, want in zip(v[key], v["combined"]):
             assert abs(got - want) <= 1e-14 * max(abs(want), 1), (key, v[key], v["combined"])
     assert 24 < v["size"][0] <= 96 and v["size"][1] == v["size"][0]
-    assert v["loop"] == [6.0, 24.0, 54.0]
+    assert v["loop"] == [12.0, 48.0, 108.0]    # 3x^2, four reverse passes
+
+
+# One augmented forward pass, one reverse pass per Jacobian row (enzyme_nofree), the
+# last row's reverse freeing the tape: a helper with its own loop caches, a heap
+# temporary (its shadow lives until the reverse pass), a while loop whose trip count
+# depends on the data.  Before: the first reverse pass used the tape up -- the next
+# read before its start (-nan at -O2, a segfault at -O0; real Enzyme 15 right); with
+# enzyme_allocated, two reverse passes on the caller's buffer gave -nan.
+ROWS = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const, enzyme_nofree, enzyme_allocated, enzyme_tape;
+void *__enzyme_augmentfwd(void *, ...);
+void __enzyme_reverse(void *, ...);
+double __enzyme_autodiff(void *, ...);
+__attribute__((noinline)) static double smooth(const double *x, int n, int k) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += sin(x[i] * (k + 1)) * x[(i + k) % n];
+  return s;
+}
+void model(const double *x, double *y, int n) {
+  double *tmp = malloc(n * sizeof(double));
+  for (int k = 0; k < n; k++) tmp[k] = smooth(x, n, k);
+  for (int k = 0; k < n; k++) {
+    double v = tmp[k] * tmp[(k + 1) % n];
+    while (fabs(v) > 1.0) v *= 0.5;
+    y[k] = v + exp(x[k]);
+  }
+  free(tmp);
+}
+void scaled(const double *x, double *y) { y[0] = x[0] * x[0] * x[1]; }
+int main(void) {
+  enum { N = 3 };
+  double x[N] = {0.3, -0.7, 1.1}, y[N], dy[N];
+  double J[N][N] = {{0}}, R[N][N] = {{0}};
+  double dx[N] = {0};
+  for (int r = 0; r < N; r++) dy[r] = 0;
+  void *t = __enzyme_augmentfwd((void *)model, enzyme_dup, x, dx, enzyme_dup, y, dy,
+                                enzyme_const, N);
+  for (int r = 0; r < N; r++) {
+    for (int c = 0; c < N; c++) dx[c] = 0;
+    dy[r] = 1;
+    if (r < N - 1)
+      __enzyme_reverse((void *)model, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, N,
+                       enzyme_nofree, t);
+    else
+      __enzyme_reverse((void *)model, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, N, t);
+    for (int c = 0; c < N; c++) J[r][c] = dx[c];
+  }
+  for (int r = 0; r < N; r++) {     /* each row again, by combined mode */
+    double ddx[N] = {0}, yy[N], ddy[N] = {0};
+    ddy[r] = 1;
+    __enzyme_autodiff((void *)model, enzyme_dup, x, ddx, enzyme_dup, yy, ddy, enzyme_const, N);
+    for (int c = 0; c < N; c++) R[r][c] = ddx[c];
+  }
+  for (int r = 0; r < N; r++)
+    printf("row %.17g %.17g %.17g %.17g %.17g %.17g\n", J[r][0], J[r][1], J[r][2],
+           R[r][0], R[r][1], R[r][2]);
+  double u[2] = {1.5, 2.0}, du[2] = {0, 0}, w = 0, dw = 1;
+  char buf[256];
+  __enzyme_augmentfwd((void *)scaled, enzyme_allocated, 256, enzyme_tape, buf,
+                      enzyme_dup, u, du, enzyme_dup, &w, &dw);
+  for (int k = 0; k < 2; k++) {
+    dw = 1;
+    __enzyme_reverse((void *)scaled, enzyme_allocated, 256, enzyme_tape, buf,
+                     enzyme_dup, u, du, enzyme_dup, &w, &dw);
+  }
+  printf("allocated %.17g %.17g\n", du[0], du[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_reverse_passes_on_one_tape(tmp_path, opt, valgrind):
+    runner = (valgrind, "-q", "--leak-check=full", "--errors-for-leak-kinds=all",
+              "--error-exitcode=3")
+    out = build_and_run(tmp_path, ROWS, opt, runner=runner)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("row")]
+    assert len(rows) == 3
+    for row in rows:
+        split, combined = [float(v) for v in row[:3]], [float(v) for v in row[3:]]
+        assert split == pytest.approx(combined, rel=1e-13, abs=1e-15), row
+        assert any(abs(v) > 1e-3 for v in combined)
+    v = parse_values(out.stdout)
+    assert v["allocated"] == pytest.approx([2 * 2 * 1.5 * 2.0, 2 * 1.5 * 1.5], rel=1e-15)

@@ -424,7 +424,7 @@ def _round(module, options, log) -> None:
             from .vector import lower_batch
             lower_batch(s, module)
         else:
-            lower_split(s, g, module)
+            lower_split(s, g, module, reverses={x.rev for x in ctx.gens.values()})
         if s.result is not None:
             replaced[call] = s.result
     for c in list(clone_of.values()):

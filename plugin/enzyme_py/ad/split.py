@@ -6,9 +6,13 @@ The tape is EnzymePy's LIFO tape (``runtime.TAPE_TYPE``: ``{ptr data, i64 size,
 i64 cap}``, :data:`HEADER` bytes) followed, for a caller-allocated tape, by its data:
 
 - by default ``augmentfwd`` allocates the header (data grows with ``realloc``) and
-  ``reverse`` frees both (``enzyme_nofree``: it frees nothing);
+  ``reverse`` frees both; with ``enzyme_nofree`` the reverse pass leaves the tape as
+  it found it, so that it can run again (one Jacobian row per reverse of one forward
+  pass): it runs a copy of the reverse functions that frees nothing (the loop caches
+  and shadows the tape points at) and the call puts the tape's size back afterwards;
 - with ``enzyme_allocated, N, enzyme_tape, buf`` the caller owns ``buf`` (N bytes):
-  the header and the data live there, nothing is allocated or freed.  N must cover
+  the header and the data live there, nothing is allocated or freed, and the reverse
+  pass leaves the tape as it found it (it may run again).  N must cover
   the tape's size, which is then needed at compile time: the tape may not grow with
   loops or recursion (compile error otherwise, and when N is too small).
 
@@ -75,7 +79,39 @@ def _size(site, gen):
     return n + HEADER
 
 
-def lower_split(site, gen, module):
+_FREES = ("free", "__enzyme_py_cache_free", "__enzyme_py_shadow_free")
+
+
+def _keeping(module, rev, reverses, loc):
+    """A copy of the reverse function ``rev`` that frees nothing, calling such copies of
+    the reverse functions it calls (``reverses``: every generated one); it pops the
+    tape as ``rev`` does.  A parallel region's reverse (threads' own tapes, consumed
+    as they are read) is a compile error."""
+    from .runtime import runtime_base
+    name = f"{rev.name}.keep"
+    got = module.get_function(name)
+    if got is not None:
+        return got
+    keep = rev.clone(name, {})
+    for inst in list(keep.instructions()):
+        if not isinstance(inst, Call):
+            continue
+        callee = runtime_base(inst.callee_name or "")
+        if callee in _FREES:
+            inst.erase()
+        elif callee.startswith("__kmpc_fork"):
+            raise CallSiteError("enzyme_nofree: the reverse pass of a parallel region cannot "
+                                "run twice on one tape (each thread's part of the tape is "
+                                "used up as it is read)", location=loc,
+                                hint="run the augmented forward pass again for each reverse "
+                                     "pass")
+        elif inst.called_function in reverses:
+            inst.callee = _keeping(module, inst.called_function, reverses, loc)
+    return keep
+
+
+def lower_split(site, gen, module, reverses=frozenset()):
+    """``reverses``: every reverse function of the round (see ``_keeping``)."""
     call = site.call
     loc = location(call)
     e = emitter_at(call)
@@ -140,7 +176,15 @@ def lower_split(site, gen, module):
         raise CallSiteError(f"{call.callee_name}: too many arguments for '{site.fn.name}'",
                             location=loc)
     hdr = _coerce(e, tape, T.ptr, loc)
-    res = e.call(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
+    if site.nofree or site.allocated is not None:
+        # the tape stays as it was: the reverse pass may run on it again
+        size_at = e.gep_bytes(hdr, 8)
+        size = e.load(T.i64, size_at, 8)
+        rev = _keeping(module, gen.rev, reverses, loc) if site.nofree else gen.rev
+        res = e.call(guarded(module, rev, site.fn.name), rargs + [hdr])
+        e.store(size, size_at, 8)
+    else:
+        res = e.call(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
     if site.allocated is None and not site.nofree:
         free = e.declare("free", T.void, [T.ptr])
         e.call(free, [e.load(T.ptr, hdr, 8)])
