@@ -60,7 +60,7 @@ __attribute__((weak)) int enzyme_scalar;
 /* __enzyme_batch: N values, one per lane (the default).
  *   R2 r = __enzyme_batch_2((void *)f, enzyme_width, 2, enzyme_vector, x0, x1); */
 __attribute__((weak)) int enzyme_vector;
-/* split mode: the tape lives in caller memory of N bytes (a compile-time constant), with enzyme_tape.
+/* split mode: the tape lives in caller memory of N bytes (at least __enzyme_augmentsize), with enzyme_tape.
  *   __enzyme_augmentfwd((void *)f, enzyme_allocated, 256, enzyme_tape, buf, enzyme_dup, x, dx); */
 __attribute__((weak)) int enzyme_allocated;
 /* split mode: the tape to use.   __enzyme_reverse((void *)f, enzyme_dup, x, dx, 1.0, enzyme_tape, t); */

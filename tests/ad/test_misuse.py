@@ -45,10 +45,10 @@ CASES = {
                        "  return (int)d.d[0]; }",
                        r"enzyme_dupv must be followed by the integer byte stride \(x, dxs, "
                        r"byte_stride is not Enzyme's order\)"),
-    "tape_too_small": ("int main(void) { char buf[16]; double x[2] = {1, 2}, d[2];\n"
-                       "  __enzyme_augmentfwd((void *)two, enzyme_allocated, 16, enzyme_tape, buf, enzyme_dup, x, d);\n"
+    "tape_too_small": ("int main(void) { char buf[4]; double x[2] = {1, 2}, d[2];\n"
+                       "  __enzyme_augmentfwd((void *)two, enzyme_allocated, 4, enzyme_tape, buf, enzyme_dup, x, d);\n"
                        "  return 0; }",
-                       r"tape too small: enzyme_allocated 16 bytes"),
+                       r"tape too small: enzyme_allocated 4 bytes"),
     "tape_not_static": ("int main(void) { char buf[512]; double x[3] = {1, 2, 3}, d[3];\n"
                         "  __enzyme_augmentfwd((void *)rsum, enzyme_allocated, 512, enzyme_tape, buf, enzyme_dup, x, d, 3);\n"
                         "  return 0; }",

@@ -73,7 +73,7 @@ class AutodiffSite:
     markers: list = field(default_factory=list)  # marker loads to delete
     width: int = 1
     ret_markers: set = field(default_factory=set)
-    allocated: int | None = None
+    allocated: object = None                     # enzyme_allocated: an int, or a Value
     tape: object = None
     nofree: bool = False
     extras: list = field(default_factory=list)   # arguments after the function's ones
@@ -280,7 +280,8 @@ def parse_site(call, mode) -> AutodiffSite:
             if i + 1 >= len(args):
                 raise CallSiteError("enzyme_allocated must be followed by the tape size",
                                     location=loc)
-            site.allocated = _const_int(args[i + 1], "enzyme_allocated", loc)
+            n = args[i + 1]     # a constant is checked at compile time (see split.py)
+            site.allocated = n.value if isinstance(n, ConstantInt) else n
             return i + 2
         if mk == "enzyme_tape":
             if i + 1 >= len(args):
@@ -604,7 +605,8 @@ def _pack(e, site, values, module, loc):
 
 def refresh(site, replaced: dict) -> None:
     """Follow earlier call sites' replacements (a tape returned by one lowered
-    ``__enzyme_augmentfwd`` and passed to a later ``__enzyme_reverse``)."""
+    ``__enzyme_augmentfwd`` and passed to a later ``__enzyme_reverse``, a size from
+    ``__enzyme_augmentsize`` passed to ``enzyme_allocated``)."""
     def f(v):
         return replaced.get(v, v)
     for b in site.bindings:
@@ -614,6 +616,8 @@ def refresh(site, replaced: dict) -> None:
             b.dupv = (f(b.dupv[0]), f(b.dupv[1]))
     site.extras = [f(x) for x in site.extras]
     site.tape = f(site.tape) if site.tape is not None else None
+    if site.allocated is not None and not isinstance(site.allocated, int):
+        site.allocated = f(site.allocated)   # a size from __enzyme_augmentsize
 
 
 def _finish(site, result):

@@ -2,8 +2,8 @@
 returns the tape, ``__enzyme_reverse`` runs the reverse pass on it, and
 ``__enzyme_augmentsize`` gives the tape's size.
 
-The tape is EnzymePy's LIFO tape (``runtime.TAPE_TYPE``: ``{ptr data, i64 size,
-i64 cap}``, :data:`HEADER` bytes) followed, for a caller-allocated tape, by its data:
+The tape is EnzymePy's LIFO tape (``runtime.TAPE_TYPE``: a header ``{ptr data, i64
+size, i64 cap}`` of :data:`HEADER` bytes and the data it points at):
 
 - by default ``augmentfwd`` allocates the header (data grows with ``realloc``) and
   ``reverse`` frees both; with ``enzyme_nofree`` the reverse pass leaves the tape as
@@ -11,8 +11,11 @@ i64 cap}``, :data:`HEADER` bytes) followed, for a caller-allocated tape, by its 
   pass): it runs a copy of the reverse functions that frees nothing (the loop caches
   and shadows the tape points at) and the call puts the tape's size back afterwards;
 - with ``enzyme_allocated, N, enzyme_tape, buf`` the caller owns ``buf`` (N bytes):
-  the header and the data live there, nothing is allocated or freed, and the reverse
-  pass leaves the tape as it found it (it may run again).  N must cover
+  the data live there (the header in the caller's frame: ``buf`` holds what Enzyme's
+  tape would, ``sizeof`` the cached values), nothing is allocated or freed, and the
+  reverse pass leaves the tape as it found it (it may run again).  The tape's size
+  must be known at compile time (no pushes in loops or recursion); N is checked
+  against it at compile time, or when the call runs if N is not a constant.  N must cover
   the tape's size, which is then needed at compile time: the tape may not grow with
   loops or recursion (compile error otherwise, and when N is too small).
 
@@ -26,10 +29,11 @@ from __future__ import annotations
 
 from ..analysis.cfg import CFG, dominators, find_loops
 from ..ir import types as T
-from ..ir.instructions import Call
+from ..ir.instructions import Alloca, Call
 from ..ir.values import ConstantInt
 from .callsite import _args_for, _coerce, _finish, _pack, emitter_at, location
 from .errors import CallSiteError
+from .runtime import TAPE_TYPE, _string
 from .unwind import guarded
 
 __all__ = ["lower_split", "static_tape_bytes", "HEADER"]
@@ -70,13 +74,70 @@ def static_tape_bytes(aug, _stack=None):
 
 
 def _size(site, gen):
+    """Bytes of a caller-allocated tape: what the augmented forward pass pushes."""
     n = static_tape_bytes(gen.aug)
     if n is None:
         raise CallSiteError(f"{site.call.callee_name}: the tape of '{site.fn.name}' has no size "
                             "known at compile time (it grows with loops or recursion)",
                             location=location(site.call),
                             hint="drop enzyme_allocated (the tape is then allocated for you)")
-    return n + HEADER
+    return n
+
+
+def _caller_tape(e, site, gen, module, size):
+    """The header of the caller's tape memory (``enzyme_allocated, N, enzyme_tape,
+    buf``), in the caller's frame: the buffer holds only what the forward pass pushes,
+    as in Enzyme, whose programs allocate ``sizeof`` the cached values.  ``size``: the
+    bytes on the tape (0 before the forward pass; None: all of them, for the reverse
+    pass, which may then run again).  N is checked against the tape's size: at compile
+    time when it is a constant, else when the call runs."""
+    call = site.call
+    loc = location(call)
+    need = _size(site, gen)
+    n = site.allocated
+    if isinstance(n, int):
+        if n < need:
+            raise CallSiteError(f"tape too small: enzyme_allocated {n} bytes, but the tape of "
+                                f"'{site.fn.name}' needs {need}", location=loc,
+                                hint=f"allocate at least {need} bytes "
+                                     "(__enzyme_augmentsize gives the size)")
+    else:
+        msg = (f"enzyme: enzyme_allocated gives fewer bytes than the tape of "
+               f"'{site.fn.name}' needs ({need}; __enzyme_augmentsize gives the size): "
+               "aborting\n")
+        e.call(_tape_check(module), [_coerce(e, n, T.i64, loc), ConstantInt(T.i64, need),
+                                     _string(module, msg),
+                                     ConstantInt(T.i64, len(msg.encode()))])
+    hdr = Alloca(TAPE_TYPE, align=8)
+    call.function.entry_block.insert(0, hdr)
+    e.store(_coerce(e, site.tape, T.ptr, loc), hdr, 8)
+    e.store(ConstantInt(T.i64, need if size is None else size), e.gep_bytes(hdr, 8), 8)
+    e.store(ConstantInt(T.i64, need), e.gep_bytes(hdr, 16), 8)
+    return hdr
+
+
+def _tape_check(module):
+    """``__enzyme_py_tape_check(n, need, msg, len)``: abort with the message when
+    ``n < need``."""
+    from .emit import Emitter
+    from .unwind import _unwound
+    name = "__enzyme_py_tape_check"
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    fn = module.add_function(name, T.FunctionType(T.void, [T.i64, T.i64, T.ptr, T.i64]),
+                             linkage="internal", fn_attrs="nounwind", unique=False)
+    n, need, msg, size = fn.args
+    e = Emitter(module)
+    entry, bad, ok = (fn.append_basic_block(x) for x in ("entry", "bad", "ok"))
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("ult", n, need), bad, ok)
+    e.position_at_end(bad)
+    e.call(_unwound(module), [msg, size], fn_attrs="noreturn nounwind")
+    e.unreachable()
+    e.position_at_end(ok)
+    e.ret()
+    return fn
 
 
 _FREES = ("free", "__enzyme_py_cache_free", "__enzyme_py_shadow_free")
@@ -129,17 +190,7 @@ def lower_split(site, gen, module, reverses=frozenset()):
                 raise CallSiteError(f"{call.callee_name}: enzyme_tape in the augmented forward "
                                     "pass needs enzyme_allocated, N (the size of the memory)",
                                     location=loc)
-            need = _size(site, gen)
-            if site.allocated < need:
-                raise CallSiteError(f"tape too small: enzyme_allocated {site.allocated} bytes, "
-                                    f"but the tape of '{site.fn.name}' needs {need}",
-                                    location=loc,
-                                    hint=f"allocate at least {need} bytes "
-                                         "(__enzyme_augmentsize gives the size)")
-            hdr = _coerce(e, site.tape, T.ptr, loc)
-            e.store(e.gep_bytes(hdr, HEADER), hdr, 8)
-            e.store(ConstantInt(T.i64, 0), e.gep_bytes(hdr, 8), 8)
-            e.store(ConstantInt(T.i64, site.allocated - HEADER), e.gep_bytes(hdr, 16), 8)
+            hdr = _caller_tape(e, site, gen, module, 0)
         else:
             calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
             hdr = e.call(calloc, [ConstantInt(T.i64, 1), ConstantInt(T.i64, HEADER)])
@@ -148,7 +199,7 @@ def lower_split(site, gen, module, reverses=frozenset()):
             primal = e.extractvalue(primal, [0])
         rty = call.type
         if rty.is_pointer:
-            result = hdr
+            result = _coerce(e, site.tape, T.ptr, loc) if site.tape is not None else hdr
         elif rty.is_void and site.sret is None:
             result = None
         else:
@@ -175,15 +226,21 @@ def lower_split(site, gen, module, reverses=frozenset()):
     if extras:
         raise CallSiteError(f"{call.callee_name}: too many arguments for '{site.fn.name}'",
                             location=loc)
-    hdr = _coerce(e, tape, T.ptr, loc)
-    if site.nofree or site.allocated is not None:
-        # the tape stays as it was: the reverse pass may run on it again
-        size_at = e.gep_bytes(hdr, 8)
-        size = e.load(T.i64, size_at, 8)
+    if site.allocated is not None:
+        site.tape = tape
+        hdr = _caller_tape(e, site, gen, module, None)
         rev = _keeping(module, gen.rev, reverses, loc) if site.nofree else gen.rev
         res = e.call(guarded(module, rev, site.fn.name), rargs + [hdr])
+    elif site.nofree:
+        # the tape stays as it was: the reverse pass may run on it again
+        hdr = _coerce(e, tape, T.ptr, loc)
+        size_at = e.gep_bytes(hdr, 8)
+        size = e.load(T.i64, size_at, 8)
+        res = e.call(guarded(module, _keeping(module, gen.rev, reverses, loc), site.fn.name),
+                     rargs + [hdr])
         e.store(size, size_at, 8)
     else:
+        hdr = _coerce(e, tape, T.ptr, loc)
         res = e.call(guarded(module, gen.rev, site.fn.name), rargs + [hdr])
     if site.allocated is None and not site.nofree:
         free = e.declare("free", T.void, [T.ptr])
