@@ -17,7 +17,7 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.globals import shadow_constant
+from ..analysis.globals import read_only_twin, shadow_constant
 from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
                                  underlying_object)
 from ..analysis.effects import call_effect
@@ -162,6 +162,10 @@ class ForwardGen:
             return got
         if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return [v.clone() for _ in range(self.W)]
+        if not v.is_instruction and (isinstance(v, GlobalVariable) or isinstance(v, ConstantExpr)):
+            zero_twin = read_only_twin(v, self.ctx.rctx.module, writable=False)
+            if zero_twin is not None:
+                return [zero_twin] * self.W
         sg = None if v.is_instruction else shadow_constant(v, self.ctx.rctx.shadow_globals)
         if sg is not None:
             if self.W > 1:

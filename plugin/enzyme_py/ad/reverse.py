@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..analysis.activity import Activity, pointer_aggregate
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
-from ..analysis.globals import shadow_constant
+from ..analysis.globals import read_only_twin, shadow_constant
 from ..analysis.overwrite import Overwrite
 from ..errors import InternalError
 from ..ir import metadata as md
@@ -328,7 +328,8 @@ class ReverseGen:
             return s
         if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return v.clone()
-        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals)
+        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals) \
+            or read_only_twin(v, self.ctx.module, writable=True)
         if sg is not None:
             return sg
         if not v.is_instruction and not isinstance(v, Argument) and self._own_shadow(v):
@@ -588,7 +589,8 @@ class ReverseGen:
             return s
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
-        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals)
+        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals) \
+            or read_only_twin(p, self.ctx.module, writable=True)
         if sg is not None:
             return sg
         if p not in self.act.shadowed:

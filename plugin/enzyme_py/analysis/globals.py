@@ -90,6 +90,29 @@ def shadow_constant(v, shadows: dict):
     return None
 
 
+def read_only_twin(v, module, writable: bool):
+    """The shadow of a constant pointer ``v`` into a read-only global holding
+    floating-point values (a table of coefficients or quadrature weights), else None:
+    a zero-filled internal global of the same type, ``writable`` for the reverse sweep
+    (adjoints accumulated there are dropped: constant data has no derivative), read-only
+    for forward mode (it reads tangents of zero).  Needed where such a pointer meets
+    pointers with shadows (``c ? table : malloc'd``): the table itself as its own
+    shadow would take the adjoints -- a store into read-only memory."""
+    from ..ir.values import ZeroInit
+    g = v if isinstance(v, GlobalVariable) else global_base(v) \
+        if isinstance(v, ConstantExpr) else None
+    if g is None or not g.is_constant or g.initializer is None \
+            or not floatish(g.value_type):
+        return None
+    name = f"{g.name}.enzyme_{'sink' if writable else 'zero'}"
+    twin = module.get_global(name)
+    if twin is None:
+        twin = module.add_global(name, g.value_type, ZeroInit(g.value_type),
+                                 linkage="internal", align=g.align or 16,
+                                 constant=not writable)
+    return twin if v is g else v.clone({g: twin})
+
+
 def touches(fn, shadows, memo: dict) -> bool:
     """Whether ``fn`` or a defined function it calls (transitively) uses a global of
     ``shadows`` (so a call to it carries derivatives through that global even with
