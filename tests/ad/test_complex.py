@@ -1,5 +1,6 @@
 """Complex arithmetic in differentiated code (ad/complex.py): C99 ``double complex``
-(cexp, clog, csqrt, cpow, cabs, carg, complex * and /, i.e. __muldc3/__divdc3) and C++
+(cexp, clog, csqrt, cpow, cabs, carg, complex * and /, i.e. __muldc3/__divdc3; * and / of
+``float complex`` and ``long double complex``) and C++
 ``std::complex<double>`` (std::exp, log, pow, abs, arg, sqrt, norm, operators), reverse
 and forward mode at -O0 and -O2, against central differences."""
 
@@ -86,3 +87,58 @@ def test_std_complex(tmp_path, opt):
     for rev, fwd, fd in rows:
         assert rev == pytest.approx(fd, rel=1e-7, abs=1e-8)
         assert fwd == pytest.approx(rev, rel=1e-13)
+
+
+# float complex and long double complex multiplication and division (__mulsc3,
+# __divsc3: four floats to <2 x float>; __mulxc3, __divxc3: four x86_fp80 to a pair).
+# Before: "cannot differentiate call to external function '__mulsc3'" (real Enzyme 15
+# aborts on the float ones and gets the long double division wrong).  Analytic values:
+# f = Re(ab) + Im(ab), g = Re(a/b) + Im(a/b) for a = x0 + i x1, b = x2 - i x3.
+PRECISIONS = r"""#include <complex.h>
+#include <stdio.h>
+int enzyme_dup;
+void __enzyme_autodiff(void *, ...);
+float fm(const float *x) {
+  float complex a = x[0] + I * x[1], b = x[2] - I * x[3], c = a * b;
+  return crealf(c) + cimagf(c);
+}
+float fd(const float *x) {
+  float complex a = x[0] + I * x[1], b = x[2] - I * x[3], c = a / b;
+  return crealf(c) + cimagf(c);
+}
+long double lm(const long double *x) {
+  long double complex a = x[0] + I * x[1], b = x[2] - I * x[3], c = a * b;
+  return creall(c) + cimagl(c);
+}
+long double ld(const long double *x) {
+  long double complex a = x[0] + I * x[1], b = x[2] - I * x[3], c = a / b;
+  return creall(c) + cimagl(c);
+}
+int main() {
+  float x[4] = {0.7f, -0.4f, 1.3f, 0.5f}, dm[4] = {0}, dd[4] = {0};
+  long double y[4] = {0.7L, -0.4L, 1.3L, 0.5L}, em[4] = {0}, ed[4] = {0};
+  __enzyme_autodiff((void *)fm, enzyme_dup, x, dm);
+  __enzyme_autodiff((void *)fd, enzyme_dup, x, dd);
+  __enzyme_autodiff((void *)lm, enzyme_dup, y, em);
+  __enzyme_autodiff((void *)ld, enzyme_dup, y, ed);
+  printf("fm %.9g %.9g %.9g %.9g\n", dm[0], dm[1], dm[2], dm[3]);
+  printf("fd %.9g %.9g %.9g %.9g\n", dd[0], dd[1], dd[2], dd[3]);
+  printf("lm %.17Lg %.17Lg %.17Lg %.17Lg\n", em[0], em[1], em[2], em[3]);
+  printf("ld %.17Lg %.17Lg %.17Lg %.17Lg\n", ed[0], ed[1], ed[2], ed[3]);
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_float_and_long_double_complex_products(tmp_path, opt):
+    mul, div, lmul, ldiv = _run(tmp_path, "p.c", PRECISIONS, opt, cxx=False)
+    x0, x1, x2, x3 = 0.7, -0.4, 1.3, 0.5
+    d = x2 * x2 + x3 * x3
+    n = x0 * x2 - x1 * x3 + x0 * x3 + x1 * x2
+    want_mul = [x2 - x3, x3 + x2, x0 + x1, x1 - x0]
+    want_div = [(x2 + x3) / d, (x2 - x3) / d, (x0 + x1) / d - n * 2 * x2 / d ** 2,
+                (x0 - x1) / d - n * 2 * x3 / d ** 2]
+    assert mul == pytest.approx(want_mul, rel=1e-5)
+    assert div == pytest.approx(want_div, rel=1e-5)
+    assert lmul == pytest.approx(want_mul, rel=1e-14)
+    assert ldiv == pytest.approx(want_div, rel=1e-14)

@@ -14,8 +14,11 @@ pass then differentiates through their bodies like any other code:
 
 ``__muldc3``/``__divdc3`` here are the textbook formulas: the recovery of infinite and NaN
 parts of C's Annex G is not reproduced (derivatives of infinities are not defined
-anyway).  ``float complex`` and ``long double complex`` versions are not redirected (their
-calls stay unknown functions: a compile error where they touch derivatives).
+anyway).  Multiplication and division of ``float complex`` (``__mulsc3``/``__divsc3``,
+four floats to ``<2 x float>`` on x86-64) and ``long double complex``
+(``__mulxc3``/``__divxc3``, four ``x86_fp80`` to a pair) are redirected the same way;
+the other ``float``/``long double`` complex functions are not (their calls stay unknown
+functions: a compile error where they touch derivatives).
 """
 
 from __future__ import annotations
@@ -35,13 +38,13 @@ def _c(v):
 
 
 def _pack(e, re, im):
-    agg = e.insertvalue(_undef(), re, [0])
+    agg = e.insertvalue(_undef(re.type), re, [0])
     return e.insertvalue(agg, im, [1])
 
 
-def _undef():
+def _undef(el=_D):
     from ..ir.values import Undef
-    return Undef(_PAIR)
+    return Undef(T.StructType([el, el]))
 
 
 def _log(e, re, im):
@@ -106,21 +109,45 @@ _FUNCTIONS = {
     "cexp": (2, True, _cexp), "clog": (2, True, _clog), "csqrt": (2, True, _csqrt),
     "cpow": (4, True, _cpow), "__muldc3": (4, True, _muldc3), "__divdc3": (4, True, _divdc3),
 }
+# the same multiplication and division in other precisions: name -> (the double one,
+# the element type, the result type)
+_OTHER_PRECISIONS = {
+    "__mulsc3": ("__muldc3", T.float, T.VectorType(T.float, 2)),
+    "__divsc3": ("__divdc3", T.float, T.VectorType(T.float, 2)),
+    "__mulxc3": ("__muldc3", T.x86_fp80, T.StructType([T.x86_fp80, T.x86_fp80])),
+    "__divxc3": ("__divdc3", T.x86_fp80, T.StructType([T.x86_fp80, T.x86_fp80])),
+}
+
+
+def _signature(name):
+    """(parameter types, result type, body) of a redirected function."""
+    if name in _OTHER_PRECISIONS:
+        base, el, rt = _OTHER_PRECISIONS[name]
+        nparams, _, body = _FUNCTIONS[base]
+        return [el] * nparams, rt, body
+    nparams, complex_result, body = _FUNCTIONS[name]
+    return [_D] * nparams, _PAIR if complex_result else _D, body
 
 
 def _reference(module, name):
     from .emit import Emitter
-    nparams, complex_result, body = _FUNCTIONS[name]
+    from ..ir.values import ConstantInt, Undef
+    params, rt, body = _signature(name)
     rname = f"_enzymepy_{name.lstrip('_')}"
     fn = module.get_function(rname)
     if fn is not None:
         return fn
-    rt = _PAIR if complex_result else _D
-    fn = module.add_function(rname, T.FunctionType(rt, [_D] * nparams), linkage="internal",
+    fn = module.add_function(rname, T.FunctionType(rt, params), linkage="internal",
                              fn_attrs="nounwind", unique=False)
     e = Emitter(module)
     e.position_at_end(fn.append_basic_block("entry"))
-    e.ret(body(e, *fn.args))
+    r = body(e, *fn.args)
+    if rt.is_vector:    # {re, im} as the <2 x float> the ABI returns
+        parts = [e.extractvalue(r, [k]) for k in (0, 1)]
+        r = Undef(rt)
+        for k, v in enumerate(parts):
+            r = e.insertelement(r, v, ConstantInt(T.i32, k))
+    e.ret(r)
     return fn
 
 
@@ -132,13 +159,11 @@ def redirect_complex_calls(fn) -> None:
         if not isinstance(inst, Call):
             continue
         name = inst.callee_name or ""
-        spec = _FUNCTIONS.get(name)
-        if spec is None:
+        if name not in _FUNCTIONS and name not in _OTHER_PRECISIONS:
             continue
-        nparams, complex_result, _ = spec
+        params, rt, _ = _signature(name)
         ft = inst.function_type
-        if ft.varargs or list(ft.params) != [_D] * nparams \
-                or ft.ret != (_PAIR if complex_result else _D):
+        if ft.varargs or list(ft.params) != params or ft.ret != rt:
             continue   # another ABI's spelling: left alone
         ref = _reference(module, name)
         inst.callee = ref
