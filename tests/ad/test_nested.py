@@ -340,3 +340,50 @@ def test_recursive_nesting_is_a_compile_error(tmp_path):
     assert re.search(r"bad\.c:3:\d+: error: recursive nested derivative: __enzyme_autodiff "
                      r"of 'g' in 'g'", r.stderr), r.stderr
     assert "Traceback" not in r.stderr
+
+
+# Forward over reverse through a function with a custom gradient whose augmented
+# forward pass returns no tape ({NULL, result}, the common shape of Enzyme's custom
+# rules): the Hessian-vector product differentiates the rule functions' bodies.
+# Before: "a pointer without a shadow ... is mixed" in augmented_f (the NULL tape
+# pointer, stored on f's tape, had no shadow); real Enzyme 15 builds it.
+RULE_HVP = r"""
+#include <stdio.h>
+#include <stdlib.h>
+extern int enzyme_dup;
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+double cube(double x) { return x * x * x; }
+typedef struct { void *tape; double ret; } aug_t;
+aug_t cube_aug(double x) { aug_t a = {NULL, x * x * x}; return a; }
+double cube_rev(double x, double dret, void *tape) { return 3 * x * x * dret; }
+void *__enzyme_register_gradient_cube[3] = {(void *)cube, (void *)cube_aug, (void *)cube_rev};
+double f(const double *w) { return cube(w[0]) * w[1] + cube(w[1] * w[0]); }
+void grad(const double *w, double *g) {
+  g[0] = g[1] = 0;
+  __enzyme_autodiff((void *)f, enzyme_dup, w, g);
+}
+int main(void) {
+  double w[2] = {1.5, 2.0}, g[2], v[2] = {0.3, -0.7}, hv[2] = {0, 0};
+  __enzyme_fwddiff((void *)grad, enzyme_dup, w, v, enzyme_dup, g, hv);
+  printf("g %.17g %.17g\n", g[0], g[1]);
+  printf("hv %.17g %.17g\n", hv[0], hv[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_forward_over_reverse_through_a_custom_gradient(tmp_path, opt):
+    out = build_and_run(tmp_path, RULE_HVP, opt)
+    assert out.returncode == 0, out.stdout + out.stderr
+    v = parse_values(out.stdout)
+    a, b = 1.5, 2.0
+    # f = a^3 b + a^3 b^3
+    g = [3 * a * a * b + 3 * a * a * b ** 3, a ** 3 + 3 * a ** 3 * b * b]
+    h = [[6 * a * b + 6 * a * b ** 3, 3 * a * a + 9 * a * a * b * b],
+         [3 * a * a + 9 * a * a * b * b, 6 * a ** 3 * b]]
+    t = [0.3, -0.7]
+    assert v["g"] == pytest.approx(g, rel=1e-14)
+    assert v["hv"] == pytest.approx([h[0][0] * t[0] + h[0][1] * t[1],
+                                     h[1][0] * t[0] + h[1][1] * t[1]], rel=1e-13)

@@ -234,6 +234,42 @@ def made_of_own_shadows(v, own_shadow, limit=32) -> bool:
     return True
 
 
+def returns_own_shadows(v, own_shadow) -> bool:
+    """Whether the pointer ``v`` is a field of the struct a call to a defined function
+    returns (``extractvalue (call f), k``) that every return of ``f`` fills with a
+    constant that is its own shadow (``own_shadow``: null, a function): a custom rule's
+    augmented forward pass returning ``{NULL, result}`` as its tape.  Its shadow is then
+    ``v`` itself."""
+    from ..ir.instructions import Call, ExtractValue, Ret
+    if not isinstance(v, ExtractValue) or len(v.indices) != 1:
+        return False
+    call = v.operand(0)
+    callee = call.called_function if isinstance(call, Call) else None
+    if callee is None or callee.is_declaration:
+        return False
+    k = v.indices[0]
+    rets = [t.value for b in callee.blocks for t in [b.terminator]
+            if isinstance(t, Ret) and t.value is not None]
+    for r in rets:
+        for _ in range(64):     # the last insertvalue into field k
+            if isinstance(r, InsertValue) and list(r.indices) != [k]:
+                r = r.operand(0)
+                continue
+            break
+        if isinstance(r, InsertValue):
+            r = r.operand(1)
+        elif isinstance(r, ConstantAggregate):
+            r = r.operands[k]
+        elif isinstance(r, (Undef, Poison, ZeroInit)):
+            continue
+        else:
+            return False
+        if r.is_instruction or not r.is_constant or not (
+                isinstance(r, (ConstantNull, Undef, Poison)) or own_shadow(r)):
+            return False
+    return bool(rets)
+
+
 def no_pointer_set_yet(v) -> bool:
     """An ``insertvalue`` chain from poison/undef that has inserted only values without
     pointers (integers) so far."""

@@ -34,6 +34,7 @@ from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
 from .emit import (Emitter, copy_body, keep_byval, made_of_own_shadows, no_pointer_set_yet,
+                   returns_own_shadows,
                    passes_shadow, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
@@ -180,8 +181,9 @@ class ForwardGen:
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
-            if made_of_own_shadows(v, _own_tangentless):
-                return [self.P_(v)] * self.W   # vtables, functions, null + n
+            if made_of_own_shadows(v, _own_tangentless) \
+                    or returns_own_shadows(v, _own_tangentless):
+                return [self.P_(v)] * self.W   # vtables, functions, null + n, {NULL, r}
             if no_pointer_set_yet(v):
                 # a struct of pointers being built (SROA's insertvalue chain from poison)
                 # before any pointer field is set: the primal integers and poison

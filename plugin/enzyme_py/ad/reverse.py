@@ -42,7 +42,7 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
-from .emit import (Emitter, Lazy, acc_zero, keep_byval, made_of_own_shadows,
+from .emit import (Emitter, Lazy, acc_zero, keep_byval, made_of_own_shadows, returns_own_shadows,
                    no_pointer_set_yet)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
@@ -339,8 +339,9 @@ class ReverseGen:
         if no_pointer_set_yet(v):
             # a struct of pointers being built, no pointer field set yet: see forward.py
             return self.vmap.get(v, v)
-        if v not in self.act.shadowed and made_of_own_shadows(v, self._own_shadow):
-            return self.vmap.get(v, v)   # vtables, functions, null + n
+        if v not in self.act.shadowed and (made_of_own_shadows(v, self._own_shadow)
+                                           or returns_own_shadows(v, self._own_shadow)):
+            return self.vmap.get(v, v)   # vtables, functions, null + n, {NULL, r}
         if v.type.is_pointer and v not in self.act.shadowed:
             from ..analysis.types import carries_no_derivative
             if carries_no_derivative(v):
