@@ -136,6 +136,76 @@ def test_pmpi_names_and_handles_in_variables(tmp_path, mpi, opt):
         _ok(_mpirun(exe, np, tmp_path), np)
 
 
+# A non-periodic halo as textbooks write it: the edge ranks exchange with
+# MPI_PROC_NULL (a no-op) through blocking MPI_Sendrecv and MPI_Send/MPI_Recv.  The
+# status of a receive from MPI_PROC_NULL says MPI_ANY_TAG, which the adjoint's send
+# reused: "MPI_ERR_TAG: invalid tag" and the job aborted, at every -O level and rank
+# count.  Checked against central differences of the global objective.
+PROC_NULL = r"""
+#include <mpi.h>
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+static int me, np;
+double energy(double *u, int n) {      /* u[0] and u[n+1]: halo cells */
+    int left = me > 0 ? me - 1 : MPI_PROC_NULL, right = me < np - 1 ? me + 1 : MPI_PROC_NULL;
+    u[0] = 0; u[n + 1] = 0;
+    MPI_Sendrecv(&u[n], 1, MPI_DOUBLE, right, 7, &u[0], 1, MPI_DOUBLE, left, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (me % 2 == 0) {
+        MPI_Send(&u[1], 1, MPI_DOUBLE, left, 8, MPI_COMM_WORLD);
+        MPI_Recv(&u[n + 1], 1, MPI_DOUBLE, right, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(&u[n + 1], 1, MPI_DOUBLE, right, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&u[1], 1, MPI_DOUBLE, left, 8, MPI_COMM_WORLD);
+    }
+    double s = 0, g = 0;
+    for (int i = 1; i <= n; i++) s += u[i] * (u[i - 1] + u[i + 1]) + sin(u[i]);
+    MPI_Allreduce(&s, &g, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return g;
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    enum { N = 3 };
+    double u[N + 2], du[N + 2] = {0};
+    for (int i = 0; i < N + 2; i++) u[i] = 0.3 + 0.2 * i + 0.5 * me;
+    __enzyme_autodiff((void *)energy, enzyme_dup, u, du, enzyme_const, N);
+    int bad = 0;
+    for (int owner = 0; owner < np; owner++)
+        for (int k = 1; k <= N; k++) {
+            double x0 = u[k], h = 1e-6;
+            if (me == owner) u[k] = x0 + h;
+            double fp = energy(u, N);
+            if (me == owner) u[k] = x0 - h;
+            double fm = energy(u, N);
+            if (me == owner) {
+                u[k] = x0;
+                /* every rank returns the global sum: its seed counts np times */
+                double fd = np * (fp - fm) / (2 * h);
+                if (fabs(du[k] - fd) > 1e-6 * fmax(1, fabs(fd))) bad++;
+                printf("%s rank %d du[%d] %.12g fd %.12g\n", fabs(du[k] - fd) > 1e-6 *
+                       fmax(1, fabs(fd)) ? "FAIL" : "ok", me, k, du[k], fd);
+            }
+        }
+    int all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) printf("checked %d ranks, %d failures\n", np, all);
+    MPI_Finalize();
+    return all != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_halo_exchange_with_mpi_proc_null(tmp_path, mpi, opt):
+    exe = _build(tmp_path, mpi, PROC_NULL, opt)
+    for np in (1, 2, 3):
+        _ok(_mpirun(exe, np, tmp_path), np)
+
+
 ERRORS = {
     "test": ("""
 double f(double *x) {
