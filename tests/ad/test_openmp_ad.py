@@ -122,10 +122,14 @@ double region(const double *x, double *w)
 }
 
 /* a region that asks for 3 threads whatever OMP_NUM_THREADS says; the element
-   i of the result reads x[i-1], x[i], x[i+1] (neighbouring threads' iterations) */
+   i of the result reads x[i-1], x[i], x[i+1] (neighbouring threads' iterations).
+   With the if() clause the request comes before the branch between the fork and the
+   serialized region (at OMP_NUM_THREADS=1 the gradient aborted: "ran with more threads
+   than omp_get_max_threads() ... said") */
+int min_parallel = 4;     /* a setting read at run time */
 double three(const double *x, double *y)
 {
-#pragma omp parallel for num_threads(3)
+#pragma omp parallel for num_threads(3) if (N > min_parallel)
     for (int i = 0; i < N; i++) {
         double l = i > 0 ? x[i - 1] : 0.0, r = i < N - 1 ? x[i + 1] : 0.0;
         y[i] = l * x[i] + exp(-r * r);

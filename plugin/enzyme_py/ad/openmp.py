@@ -278,13 +278,23 @@ def _carries_active_float(v, act):
 
 def _push_cap(gen, inst):
     """The thread count a ``num_threads(k)`` clause asks for (``__kmpc_push_num_threads``
-    just before the fork), as a value of the augmented function, else None."""
-    blk = inst.parent
-    for x in reversed(blk.instructions[:blk.index_of(inst)]):
-        if isinstance(x, Call) and (x.callee_name or "") == "__kmpc_push_num_threads":
-            return gen.vmap[x].args[2]
-        if isinstance(x, Call) and (x.callee_name or "").startswith("__kmpc_"):
-            break
+    before the fork: in its block, or in the blocks before it while each has one
+    predecessor -- with an ``if()`` clause the push comes before the branch between
+    the fork and the serialized region), as a value of the augmented function, else
+    None."""
+    blk, end = inst.parent, inst.parent.index_of(inst)
+    for _ in range(8):
+        for x in reversed(blk.instructions[:end]):
+            if isinstance(x, Call) and (x.callee_name or "") == "__kmpc_push_num_threads":
+                return gen.vmap[x].args[2]
+            if isinstance(x, Call) and (x.callee_name or "").startswith("__kmpc_") \
+                    and (x.callee_name or "") != "__kmpc_global_thread_num":
+                return None
+        preds = blk.predecessors
+        if len(preds) != 1:
+            return None
+        blk = preds[0]
+        end = len(blk.instructions)
     return None
 
 
