@@ -140,6 +140,23 @@ double three(const double *x, double *y)
     return s;
 }
 
+/* two sections accumulating into shared locals: at -O1 and up the outlined region's
+   pointers to them say align 1, and the adjoint's atomic additions became calls into
+   libatomic ("undefined reference to __atomic_compare_exchange") */
+double sections(const double *x, int n)
+{
+    double a = 0, b = 0;
+#pragma omp parallel sections
+    {
+#pragma omp section
+        for (int i = 0; i < n; i++) a += sin(x[i]);
+#pragma omp section
+        for (int i = 0; i < n; i++) b += x[i] * x[i];
+    }
+    return a * b;
+}
+static double f_sections(const double *x) { return sections(x, N); }
+
 static double fd(double (*f)(const double *), double *x, int i)
 {
     double save = x[i], h = 1e-6 * (fabs(save) > 1 ? fabs(save) : 1);
@@ -209,6 +226,10 @@ int main(void)
         __enzyme_autodiff((void *)three, enzyme_dup, x, dx, enzyme_dupnoneed, y, dy);
         check("three", dx, f_three, x);
     }
+
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)sections, enzyme_dup, x, dx, enzyme_const, N);
+    check("sections", dx, f_sections, x);
 
     /* forward mode: directional derivatives against the reverse gradients */
     {
@@ -663,7 +684,8 @@ def _same_across_threads(runs, names):
 @pytest.mark.parametrize("opt", OPTS)
 def test_gradients_through_parallel_regions(tmp_path, opt):
     runs = _run_threads(tmp_path, PROGRAM, opt)
-    _same_across_threads(runs, {"heat", "matvec", "sched", "region", "three", "fwd_heat",
+    _same_across_threads(runs, {"heat", "matvec", "sched", "region", "three", "sections",
+                                "fwd_heat",
                                 "fwd_matvec", "fwd_sched", "fwd_region"})
 
 

@@ -147,16 +147,21 @@ def is_private(p) -> bool:
 
 def accumulate(e, p, d, align=None):
     """``*p += d`` as atomic additions (memory other threads' reverse sweeps add to);
-    vectors lane by lane."""
+    vectors lane by lane.  The additions take the float type's natural alignment (as
+    C lays floats out) when the access said less: an outlined region's pointers to
+    shared variables come with ``align 1`` from clang at -O1 and up, and an atomic
+    addition that under-aligned is a call into libatomic, which the program does not
+    link (``parallel sections``); x86-64 performs a locked addition at any address."""
     ty = d.type
+    natural = e.module.datalayout.size_in_bytes(ty.element if ty.is_vector else ty)
     if ty.is_vector:
         el = ty.element
         for k in range(ty.count):
             x = e.extractelement(d, ConstantInt(T.i32, k))
             q = e.gep(el, p, [ConstantInt(T.i64, k)])
-            e.atomicrmw("fadd", q, x, "monotonic", e.module.datalayout.size_in_bytes(el))
+            e.atomicrmw("fadd", q, x, "monotonic", natural)
         return
-    e.atomicrmw("fadd", p, d, "monotonic", align)
+    e.atomicrmw("fadd", p, d, "monotonic", max(align or 0, natural))
 
 
 def prepare(fn) -> None:
