@@ -157,6 +157,25 @@ double sections(const double *x, int n)
 }
 static double f_sections(const double *x) { return sections(x, N); }
 
+/* a local counter updated atomically beside active data (how many terms were
+   positive): "'atomicrmw add i32' on memory that carries derivatives" before -- the
+   counter's only access in the region is the atomic, and its type came from the
+   fork call that passes the local, which type analysis did not follow */
+double counted(const double *x)
+{
+    int positive = 0;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < N; i++) {
+        if (x[i] > 0.3) {
+#pragma omp atomic
+            positive++;
+        }
+        s += x[i] * x[i];
+    }
+    return s * (1 + positive);
+}
+
 static double fd(double (*f)(const double *), double *x, int i)
 {
     double save = x[i], h = 1e-6 * (fabs(save) > 1 ? fabs(save) : 1);
@@ -230,6 +249,10 @@ int main(void)
     memset(dx, 0, sizeof dx);
     __enzyme_autodiff((void *)sections, enzyme_dup, x, dx, enzyme_const, N);
     check("sections", dx, f_sections, x);
+
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)counted, enzyme_dup, x, dx);
+    check("counted", dx, counted, x);
 
     /* forward mode: directional derivatives against the reverse gradients */
     {
@@ -685,7 +708,7 @@ def _same_across_threads(runs, names):
 def test_gradients_through_parallel_regions(tmp_path, opt):
     runs = _run_threads(tmp_path, PROGRAM, opt)
     _same_across_threads(runs, {"heat", "matvec", "sched", "region", "three", "sections",
-                                "fwd_heat",
+                                "counted", "fwd_heat",
                                 "fwd_matvec", "fwd_sched", "fwd_region"})
 
 

@@ -131,11 +131,22 @@ def _roots(p, limit=32):
     return out
 
 
-def _call_sites(fn):
+def _passed(arg):
+    """What the callers pass for the argument ``arg``: the direct calls' arguments, and
+    for an OpenMP outlined region the shared variables its ``__kmpc_fork_call`` calls pass
+    (the region's parameter k >= 2 is the fork's argument k + 1; 0 and 1 are the
+    runtime's thread ids)."""
+    fn, k = arg.parent, arg.index
     for u in fn.uses:
         c = u.user
-        if isinstance(c, Call) and c.called_function is fn:
-            yield c
+        if not isinstance(c, Call):
+            continue
+        if c.called_function is fn:
+            if k < len(c.args):
+                yield c.args[k]
+        elif (c.callee_name or "") == "__kmpc_fork_call" and u.index == 2 and k >= 2 \
+                and k + 1 < len(c.args):
+            yield c.args[k + 1]
 
 
 def memory_kinds(ptrs, limit=4096, exclude=None, size=None) -> set:
@@ -188,9 +199,8 @@ def _object_kinds(ptrs, limit, exclude) -> set:
             scalar_kinds(v.allocated_type, kinds)
         elif isinstance(v, Argument) and v.parent is not None:
             # up: what the callers pass
-            for c in _call_sites(v.parent):
-                if v.index < len(c.args):
-                    work.extend(_roots(c.args[v.index]))
+            for a in _passed(v):
+                work.extend(_roots(a))
         elif isinstance(v, Call) and v.type.is_pointer:
             # a pointer returned by a defined function (an accessor, an allocator
             # wrapper, C++'s std::__niter_base): what the callee returns
