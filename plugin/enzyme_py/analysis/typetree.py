@@ -66,12 +66,14 @@ __all__ = ["MemoryTypes"]
 
 _HINT_BYTES = {"double": 8, "float": 4, "int": 1, "ptr": 8}   # a hint's element size
 _MOST_FUNCTIONS = 4000
-_SMALL = 40           # instructions: a helper this small is analysed once per call site
-_DEPTH = 16 # ... up to this many such helpers deep: C++ at -O0 nests them
-                     # ten deep (make_unique, a class's constructor, vector's,
-                     # _Vector_base's, _Vector_impl's, the allocator's ...); a helper
-                     # past the depth binds every caller's object to its parameters,
-                     # so two members built by it make their object periodic
+_SMALL = 64           # instructions: a helper this small is analysed once per call site
+                     # (libc++'s std::vector(n) constructor at -O0 is 46)
+_DEPTH = 24           # ... up to this many such helpers deep: C++ at -O0 nests them
+                     # ten to twenty deep (make_unique, a class's constructor, vector's,
+                     # _Vector_base's, _Vector_impl's, the allocator's ...; destroying
+                     # them from a vector<unique_ptr>'s reallocation); a helper past the
+                     # depth binds every caller's object to its parameters, so two
+                     # members built by it make their object periodic
 _BUDGET = 200_000     # instructions visited that way, in all
 
 
