@@ -66,3 +66,88 @@ def test_stream_output_inside_differentiated_code(tmp_path, opt):
         _, rev, fwd, fd = line.split()
         assert float(rev) == pytest.approx(float(fd), rel=1e-6)
         assert float(fwd) == pytest.approx(float(rev), rel=1e-12)
+
+
+# The other output streams, as C++ code logs and records while it computes: a wide
+# stream, a file stream written and closed, a string stream written to, and a
+# std::string longer than its inline buffer passed to a function.
+# Before: "cannot differentiate call to external function" naming the wide inserter,
+# std::ofstream's constructor, std::ostringstream's constructor; at -O1 and up "a
+# pointer without a shadow ... is mixed" for the long string's heap buffer (from
+# std::string::_M_create) and for the vtable pointers the string stream's constructor
+# reads from libstdc++'s VTT.  Real Enzyme 15 builds these (Enzyme's wcout and fbuff
+# integration tests).  Input stays an error (`ss >> y` writes y), and so does
+# std::ostringstream::str() (it writes the string it returns).  And a std::string grown
+# past its inline buffer (`tag += ...`, a member libstdc++ defines out of line) crashed
+# forward mode at -O1 and up ("free(): invalid pointer"): the shadow string kept its
+# own inline buffer's address, which the destructor freed.
+LOGGING = r"""
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+static std::string last;
+__attribute__((noinline)) static void note(const std::string &s) { last = s; }
+double model(const double *q, const char *path) {
+  double e = std::sin(q[0]) * q[1] + q[1] * q[1];
+  std::wcerr << L"e=" << e << std::endl;   /* (stdout stays narrow for printf) */
+  std::ofstream log(path);
+  log << "q0=" << q[0] << " q1=" << q[1] << " e=" << e << "\n";
+  log.close();
+  std::ostringstream ss;
+  ss << "model energy of a two-parameter probe: " << e;
+  std::string label("a label longer than fifteen characters");
+  note(label);
+  std::string tag("p");
+  if (q[0] > 0) tag += " grown past the inline buffer";
+  note(tag);
+  return e * e;
+}
+int main(int argc, char **argv) {
+  const char *path = argv[1];
+  double q[2] = {0.4, -0.3}, dq[2] = {0, 0};
+  __enzyme_autodiff((void *)model, enzyme_dup, q, dq, enzyme_const, path);
+  for (int k = 0; k < 2; k++) {
+    double t[2] = {0, 0}; t[k] = 1;
+    double fw = __enzyme_fwddiff((void *)model, enzyme_dup, q, t, enzyme_const, path);
+    double s = q[k], h = 1e-6;
+    q[k] = s + h; double fp = model(q, path);
+    q[k] = s - h; double fm = model(q, path);
+    q[k] = s;
+    std::printf("d %.17g %.17g %.17g\n", dq[k], fw, (fp - fm) / (2 * h));
+  }
+  std::printf("last %s\n", last.c_str());
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_file_string_and_wide_streams_inside_differentiated_code(tmp_path, opt):
+    from enzyme_py.driver.clang import find_clang
+    if find_clang().origin == "ziglang":
+        # libc++ instantiates its streams' internals in the program (a std::ofstream's
+        # destructor, the inserter's __pad_and_output calling through the stream
+        # buffer's vtable): they are differentiated, and refused, instead of being
+        # known library calls; not done yet
+        pytest.skip("libc++'s file and string streams are not treated as inactive yet")
+    src = Path(tmp_path) / "l.cpp"
+    src.write_text(LOGGING)
+    exe = Path(tmp_path) / "l"
+    r = enzyme_cc([opt, "-std=c++17", str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    log = Path(tmp_path) / "log.txt"
+    out = subprocess.run([str(exe), str(log)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    d = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("d ")]
+    assert len(d) == 2
+    for rev, fwd, fd in d:
+        assert float(rev) == pytest.approx(float(fd), rel=1e-6)
+        assert float(fwd) == pytest.approx(float(rev), rel=1e-12)
+    assert "last p grown past the inline buffer" in out.stdout
+    assert log.read_text().startswith("q0=0.4 q1=-0.3")    # (the last run's, at q1 - h)
+    assert out.stderr.count("e=") == 7       # the wide stream: every run of model

@@ -8,7 +8,7 @@ reverse sweep."""
 from __future__ import annotations
 
 from ..analysis.activity import floatish, pointer_aggregate
-from ..analysis.effects import call_effect
+from ..analysis.effects import call_effect, returns_text
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, ExtractValue, GEP,
                                InsertValue, Invoke, Load, Phi, Ret, Select, Store)
@@ -16,7 +16,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, passes_shadow
+from .emit import copy_body, passes_shadow, sync_text_objects
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -506,6 +506,11 @@ class AugmentedForward:
             return
         if libm_rule(name) is not None or reduction_rule(name) is not None \
                 or struct_math_rule(name) is not None:
+            return
+        if returns_text(name):
+            self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
+            sync_text_objects(self.e, inst, A, lambda a: [gen._sh_aug(a, inst)]
+                              if a in act.shadowed else [])
             return
         if ekind in ("inactive", "writes"):
             return

@@ -270,6 +270,68 @@ def returns_own_shadows(v, own_shadow) -> bool:
     return bool(rets)
 
 
+def sync_text_objects(e, inst, A, shadows_of) -> None:
+    """After ``A``, the copy of ``inst`` -- a std::string member the C++ library defines
+    out of line (``effects.returns_text``: characters only, no derivative) -- copy each
+    string object it was given into that object's shadows (``shadows_of(arg)``: a list,
+    empty where there is none).  The member may have moved the characters (``s += ...``
+    past the inline buffer): the shadow object then holds the same pointers, as text is
+    its own shadow, instead of its own inline buffer's address, which the string's
+    destructor would free.  The object's size is its ``dereferenceable`` bytes."""
+    from ..ir.attributes import Attributes
+    callee = inst.called_function
+    memcpy = None
+    for j, a in enumerate(inst.args):
+        if not a.type.is_pointer:
+            continue
+        shadows = shadows_of(a)
+        if not shadows:
+            continue
+        texts = [A.arg_attrs[j] if j < len(A.arg_attrs) else ""]
+        if callee is not None and j < len(callee.args):
+            texts.append(callee.args[j].attrs)
+        n = next((int(x) for x in (Attributes.parse(t).arg("dereferenceable") for t in texts)
+                  if x is not None and x.isdigit()), None)
+        if not n:
+            continue
+        if memcpy is None:
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+        for sh in shadows:
+            e.call(memcpy, [sh, A.args[j], ConstantInt(T.i64, n), ConstantInt(T.i1, 0)])
+
+
+def loaded_own_shadow(v, own_shadow) -> bool:
+    """Whether the pointer ``v`` is loaded from a read-only global whose every pointer is
+    a constant that is its own shadow (``own_shadow``): a C++ VTT or vtable (also one a
+    library defines), a table of functions.
+    Its shadow is then ``v`` itself (the ``std::ostringstream`` constructor stores the
+    vtable pointers it reads from the VTT into the stream object)."""
+    from ..analysis.globals import global_base
+    from ..ir.instructions import Load
+    from ..ir.values import ConstantExpr
+    if not isinstance(v, Load) or v.operand(0).is_instruction:
+        return False
+    g = global_base(v.operand(0))
+    if g is None or not g.is_constant:
+        return False
+    if g.initializer is None:
+        # defined in a library (libstdc++'s std::ostringstream VTT): by the C++ ABI a
+        # VTT or vtable holds only vtable and function pointers and offsets
+        return g.name.startswith(("_ZTT", "_ZTV"))
+    work, seen = [g.initializer], 0
+    while work:
+        c = work.pop()
+        seen += 1
+        if seen > 4096:
+            return False
+        if c.type.is_pointer:
+            if not (isinstance(c, (ConstantNull, Undef, Poison)) or own_shadow(c)):
+                return False
+        elif isinstance(c, (ConstantAggregate, ConstantExpr)):
+            work.extend(c.operands)
+    return True
+
+
 def no_pointer_set_yet(v) -> bool:
     """An ``insertvalue`` chain from poison/undef that has inserted only values without
     pointers (integers) so far."""

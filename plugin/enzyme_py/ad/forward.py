@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..analysis.globals import read_only_twin, shadow_constant
 from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
                                  underlying_object)
-from ..analysis.effects import call_effect
+from ..analysis.effects import call_effect, returns_text
 from ..analysis.cfg import CFG
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
@@ -33,9 +33,9 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
-from .emit import (Emitter, copy_body, keep_byval, made_of_own_shadows, no_pointer_set_yet,
-                   returns_own_shadows,
-                   passes_shadow, zero)
+from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, made_of_own_shadows,
+                   no_pointer_set_yet, passes_shadow, returns_own_shadows, sync_text_objects,
+                   zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
@@ -182,7 +182,8 @@ class ForwardGen:
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
                 return [v] * self.W
             if made_of_own_shadows(v, _own_tangentless) \
-                    or returns_own_shadows(v, _own_tangentless):
+                    or returns_own_shadows(v, _own_tangentless) \
+                    or loaded_own_shadow(v, _own_tangentless):
                 return [self.P_(v)] * self.W   # vtables, functions, null + n, {NULL, r}
             if no_pointer_set_yet(v):
                 # a struct of pointers being built (SROA's insertvalue chain from poison)
@@ -524,8 +525,11 @@ class ForwardGen:
         if ekind == "free":
             if args and args[0] in act.shadowed:
                 free = e.declare("free", T.void, [T.ptr])
+                p = self.P_(args[0])
                 for s in self.S(args[0], inst):
-                    e.call(free, [s])
+                    # a block that is its own shadow (a std::string's characters, kept
+                    # in an object that has a shadow) is freed once, by the program
+                    e.call(free, [e.select(e.icmp("eq", s, p), ConstantNull(T.ptr), s)])
             return
         mem = ekind if ekind in ("memcpy", "memmove", "memset") else None
         if mem is not None:
@@ -543,6 +547,10 @@ class ForwardGen:
             return
         if not self._involved(inst):
             self.ctx.rctx.call_original(A)
+            return
+        if returns_text(name):
+            sync_text_objects(e, inst, A, lambda a: self.S(a, inst) if a in act.shadowed
+                              else [])
             return
         if orig in reg.inactive_fns or ekind in ("inactive", "writes"):
             return

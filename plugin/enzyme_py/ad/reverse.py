@@ -42,8 +42,8 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
-from .emit import (Emitter, Lazy, acc_zero, keep_byval, made_of_own_shadows, returns_own_shadows,
-                   no_pointer_set_yet)
+from .emit import (Emitter, Lazy, acc_zero, keep_byval, loaded_own_shadow, made_of_own_shadows,
+                   no_pointer_set_yet, returns_own_shadows)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
@@ -340,7 +340,8 @@ class ReverseGen:
             # a struct of pointers being built, no pointer field set yet: see forward.py
             return self.vmap.get(v, v)
         if v not in self.act.shadowed and (made_of_own_shadows(v, self._own_shadow)
-                                           or returns_own_shadows(v, self._own_shadow)):
+                                           or returns_own_shadows(v, self._own_shadow)
+                                           or loaded_own_shadow(v, self._own_shadow)):
             return self.vmap.get(v, v)   # vtables, functions, null + n, {NULL, r}
         if v.type.is_pointer and v not in self.act.shadowed:
             from ..analysis.types import carries_no_derivative

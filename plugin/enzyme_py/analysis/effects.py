@@ -443,6 +443,9 @@ def call_effect(name: str):
         return _CXX_TEXT
     if name.startswith(_CXX_STREAM_PREFIXES):
         return _CXX_STREAM
+    if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_OUTPUT_STREAM.match(name) \
+            and "E3str" not in name:
+        return _CXX_STREAM
     if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_EXCEPTION.match(name):
         return _CXX_EXCEPTION_EFFECT
     return None
@@ -458,6 +461,12 @@ _CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
                       "_ZNKSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE")
 _CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++, "
                                    "libc++): characters only")
+
+
+def returns_text(name: str) -> bool:
+    """Whether ``name`` is a std::string member whose pointer result points at characters
+    (``_M_create``'s fresh buffer, ``data()``): no derivative lives behind it."""
+    return name.startswith(_CXX_TEXT_PREFIXES)
 
 
 # formatted output to C++ streams (libstdc++, libc++): ``std::cout << x`` reads x and
@@ -477,6 +486,19 @@ _CXX_STREAM_PREFIXES = (
     "_ZNSt3__18ios_base5clearEj", "_ZNKSt3__15ctypeIcE")
 _CXX_STREAM = CallEffect("inactive", "formatted output to a C++ stream (std::cout << x): "
                                      "reads its arguments, writes only the stream")
+# the members of the output stream classes, narrow and wide, libstdc++ and libc++:
+# std::wcout << x, a std::ofstream written and closed, a std::ostringstream and its
+# str() -- their constructors, destructors, buffers and locales touch only the streams.
+# (Not the input operators: `ss >> y` writes y -- a bidirectional stream's constructor
+# and destructor are here, its `>>` is not.  Not str(), which writes the std::string it
+# returns: the shadow of that string would keep pointing at its own inline buffer while
+# the string's characters move to the heap, and its destructor would free the shadow's.)
+_CXX_OUTPUT_STREAM = re.compile(
+    r"_ZNK?St(?:7__cxx11|3__1)?\d+(?:basic_ostream|basic_ofstream|basic_ostringstream|"
+    r"basic_stringstream|basic_fstream|basic_iostream|basic_filebuf|basic_stringbuf|"
+    r"basic_streambuf|basic_ios)I[cw]"
+    r"|_ZNK?St(?:3__1)?(?:8ios_base|6locale)"
+    r"|_ZNKSt(?:3__1)?5ctypeI[cw]E|_ZNSt12__basic_fileI[cw]E")
 
 
 # the standard exception classes' out-of-line members (libstdc++ and libc++):

@@ -279,8 +279,12 @@ def carries_no_derivative(p) -> bool:
     that the primal pointer may serve as its shadow: the memory behind it holds only
     integers (type analysis sees only integer accesses, or sees no floating-point access
     and ``p`` is a parameter whose pointee is smaller than a pointer --
-    ``dereferenceable(4)``: a C++ ``const int &``), or it is code (a function pointer
-    passed through a constructor, ``std::valarray::apply``'s)."""
+    ``dereferenceable(4)``: a C++ ``const int &``; or a std::string member returned it:
+    characters), or it is code (a function pointer passed through a constructor,
+    ``std::valarray::apply``'s)."""
+    from .effects import returns_text
+    if isinstance(p, Call) and returns_text(p.callee_name or ""):
+        return True     # a std::string's character buffer
     kinds = byte_kinds([p])
     if kinds == {"int"}:
         return True
