@@ -206,6 +206,76 @@ def test_halo_exchange_with_mpi_proc_null(tmp_path, mpi, opt):
         _ok(_mpirun(exe, np, tmp_path), np)
 
 
+# A ring shift with MPI_Sendrecv_replace (Cannon's algorithm, systolic loops): before,
+# "MPI call without a derivative rule".  The reverse sends the buffer's adjoint back to
+# the source and takes the adjoint of what the destination received in its place; the
+# forward sends the tangents along.  The source comes from a variable (the status).
+REPLACE = r"""
+#include <mpi.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static int me, np;
+double ring(double *a, int n) {
+    int left = (me - 1 + np) % np, right = (me + 1) % np;
+    double s = 0;
+    for (int k = 0; k < np + 1; k++) {
+        for (int i = 0; i < n; i++) s += sin(a[i]) * a[(i + 1) % n] * (k + 1);
+        MPI_Sendrecv_replace(a, n, MPI_DOUBLE, right, 3, left, 3, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+    }
+    double g = 0;
+    MPI_Allreduce(&s, &g, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return g;
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    enum { N = 3 };
+    double a0[N], a[N], da[N] = {0};
+    for (int i = 0; i < N; i++) a0[i] = a[i] = 0.4 + 0.3 * i - 0.2 * me;
+    __enzyme_autodiff((void *)ring, enzyme_dup, a, da, enzyme_const, N);
+    int bad = 0;
+    for (int owner = 0; owner < np; owner++)
+        for (int k = 0; k < N; k++) {
+            double h = 1e-6, t[N] = {0};
+            if (me == owner) t[k] = 1;
+            memcpy(a, a0, sizeof a);
+            double fw = __enzyme_fwddiff((void *)ring, enzyme_dup, a, t, enzyme_const, N);
+            memcpy(a, a0, sizeof a); if (me == owner) a[k] += h;
+            double fp = ring(a, N);
+            memcpy(a, a0, sizeof a); if (me == owner) a[k] -= h;
+            double fm = ring(a, N);
+            double fd = (fp - fm) / (2 * h);
+            /* every rank returns the global sum: its seed counts np times */
+            if (me == owner) {
+                int b = fabs(da[k] - np * fd) > 1e-6 * fmax(1, fabs(fd))
+                        || fabs(fw - fd) > 1e-6 * fmax(1, fabs(fd));
+                bad += b;
+                printf("%s rank %d da[%d] %.12g fwd %.12g fd %.12g\n", b ? "FAIL" : "ok", me,
+                       k, da[k], fw, fd);
+            }
+        }
+    int all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) printf("checked %d ranks, %d failures\n", np, all);
+    MPI_Finalize();
+    return all != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_ring_shift_with_sendrecv_replace(tmp_path, mpi, opt):
+    exe = _build(tmp_path, mpi, REPLACE, opt)
+    for np in (1, 2, 3):
+        _ok(_mpirun(exe, np, tmp_path), np)
+
+
 ERRORS = {
     "test": ("""
 double f(double *x) {

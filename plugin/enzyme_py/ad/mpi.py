@@ -176,8 +176,8 @@ def aug_call(gen, inst, A):
     elif k == "waitall":
         info[inst] = {"arr": e.call(nb.take_all(m, c), [A.args[c.pos["reqs"]],
                                                         _i64(e, A.args[c.pos["n"]])])}
-    elif k in ("recv", "sendrecv"):
-        dkey = "dt" if k == "recv" else "rdt"
+    elif k in ("recv", "sendrecv", "sendrecv_replace"):
+        dkey = "rdt" if k == "sendrecv" else "dt"
         if c.dtype(dkey) != "int":
             info[inst] = {"src": _source_tag(c, gen, A, e)}
     elif k in ("send", "bcast", "gather", "scatter", "allgather"):
@@ -383,6 +383,8 @@ def rev_call(gen, inst, b):
             r.free(buf)
     elif k == "sendrecv":
         _rev_sendrecv(c, r, info, b, comm)
+    elif k == "sendrecv_replace":
+        _rev_sendrecv_replace(c, r, info, b, comm)
     elif k == "bcast":
         root = r.P(c.arg("root"))
         sb = r.S(c.arg("buf"))
@@ -415,6 +417,25 @@ def _rev_source_tag(c, r, info, b, pk, tk):
     gen, inst = r.gen, c.inst
     return (gen._cached(("mpi_src", inst), s, T.i32, inst.parent, b),
             gen._cached(("mpi_tag", inst), t, T.i32, inst.parent, b))
+
+
+def _rev_sendrecv_replace(c, r, info, b, comm):
+    """The buffer's values went to dest and were replaced by src's: the buffer's adjoint
+    goes back to src, and dest sends back the adjoint of what it received, which
+    replaces it (the old values are gone, so nothing else is added to them)."""
+    e = r.e
+    kind = c.dtype()
+    if kind == "int":
+        return
+    count, dt = r.P(c.arg("count")), r.P(c.arg("dt"))
+    src, rtag = _rev_source_tag(c, r, info, b, "src", "rtag")
+    nbytes = _bytes(e, count, kind)
+    sb = r.S(c.arg("buf"))
+    buf = sb if sb is not None else r.alloc(nbytes)
+    e.call(c.fn(e, "Sendrecv_replace"), [buf, count, dt, src, rtag, r.P(c.arg("dest")),
+                                         r.P(c.arg("stag")), comm, c.status_ignore(e)])
+    if sb is None:
+        r.free(buf)
 
 
 def _rev_sendrecv(c, r, info, b, comm):
@@ -640,6 +661,15 @@ def fwd_call(gen, inst, A):
             elif rkind != "int":
                 e.call(c.fn(e, "Recv"), [rl[j], p("rcount"), p("rdt"), src, tag,
                                          p("comm"), c.status_ignore(e)])
+    elif k == "sendrecv_replace":
+        kind = c.dtype()
+        if kind != "int":
+            st = _source_tag(c, gen, A, e)
+            src, tag = st if st is not None else (p("src"), p("rtag"))
+            for s in lanes("buf", _bytes(e, p("count"), kind)):
+                e.call(c.fn(e, "Sendrecv_replace"), [s, p("count"), p("dt"), p("dest"),
+                                                     p("stag"), src, tag, p("comm"),
+                                                     c.status_ignore(e)])
     elif k == "bcast":
         for s in lanes("buf", nbytes):
             e.call(c.fn(e, "Bcast"), [s, p("count"), p("dt"), p("root"), p("comm")])

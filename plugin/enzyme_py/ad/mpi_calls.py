@@ -174,6 +174,7 @@ class _Call:
         i, p = T.i32, T.ptr
         sig = {"Send": [p, i, h, i, i, c], "Recv": [p, i, h, i, i, c, p],
                "Sendrecv": [p, i, h, i, i, p, i, h, i, i, c, p],
+               "Sendrecv_replace": [p, i, h, i, i, i, i, c, p],
                "Bcast": [p, i, h, i, c], "Reduce": [p, p, i, h, h, i, c],
                "Allreduce": [p, p, i, h, h, c], "Gather": [p, i, h, p, i, h, i, c],
                "Scatter": [p, i, h, p, i, h, i, c], "Allgather": [p, i, h, p, i, h, c],

@@ -319,6 +319,8 @@ MPI_SIGNATURES.update(_sig("recv", "Recv", buf=0, count=1, dt=2, peer=3, tag=4, 
                            status=6))
 MPI_SIGNATURES.update(_sig("sendrecv", "Sendrecv", sbuf=0, scount=1, sdt=2, dest=3, stag=4,
                            rbuf=5, rcount=6, rdt=7, src=8, rtag=9, comm=10, status=11))
+MPI_SIGNATURES.update(_sig("sendrecv_replace", "Sendrecv_replace", buf=0, count=1, dt=2,
+                           dest=3, stag=4, src=5, rtag=6, comm=7, status=8))
 MPI_SIGNATURES.update(_sig("bcast", "Bcast", buf=0, count=1, dt=2, root=3, comm=4))
 MPI_SIGNATURES.update(_sig("reduce", "Reduce", sbuf=0, rbuf=1, count=2, dt=3, op=4, root=5,
                            comm=6))
@@ -354,7 +356,7 @@ MPI_SIGNATURES.update(_sig(
 for _n, _s, _r in (("Alltoall", 2, 5), ("Gatherv", 2, 6), ("Scatterv", 3, 6),
                    ("Allgatherv", 2, 6), ("Alltoallv", 3, 7), ("Scan", 3, None),
                    ("Exscan", 3, None), ("Reduce_scatter_block", 3, None),
-                   ("Reduce_scatter", 3, None), ("Sendrecv_replace", 2, None),
+                   ("Reduce_scatter", 3, None),
                    ("Iallreduce", 3, None), ("Ibcast", 2, None), ("Ireduce", 3, None),
                    ("Ialltoall", 2, 5), ("Igather", 2, 5), ("Iscatter", 2, 5),
                    ("Iallgather", 2, 5), ("Put", 2, 6), ("Get", 2, 6), ("Accumulate", 2, 6),
@@ -373,7 +375,8 @@ def mpi_base(name: str):
 
 # the buffers each kind of MPI call writes (overwrite analysis); other kinds: any memory
 _MPI_WRITES = {"send": (), "barrier": (), "recv": ("buf", "status"),
-               "sendrecv": ("rbuf", "status"), "bcast": ("buf",), "reduce": ("rbuf",),
+               "sendrecv": ("rbuf", "status"), "sendrecv_replace": ("buf", "status"),
+               "bcast": ("buf",), "reduce": ("rbuf",),
                "allreduce": ("rbuf",), "gather": ("rbuf",), "scatter": ("rbuf",),
                "allgather": ("rbuf",)}
 
