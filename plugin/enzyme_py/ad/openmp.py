@@ -41,11 +41,14 @@ does not see), reversed in order as above.
 Forward mode forks the tangent function of ``outlined`` with the shadows appended
 the same way; reductions become critical sections as above.
 
+A float passed into a region by value (``firstprivate``) is passed by reference
+before differentiation (:func:`prepare`), so that it is shared data like the rest.
+
 Not handled (a compile error naming the construct): tasks, ``ordered``,
-``copyprivate``, ``teams``, ``threadprivate``, the runtime's atomic helpers, a
-floating-point value that carries a derivative passed into a parallel region by
-value (``firstprivate``), and reverse-mode derivative code of a region differentiated
-again (its team of tapes has no shadow).
+``copyprivate``, ``teams``, ``threadprivate``, the runtime's atomic helpers, a float
+that carries a derivative still passed by value (a region used other than by its
+forks), and reverse-mode derivative code of a region differentiated again (its team
+of tapes has no shadow).
 """
 
 from __future__ import annotations
@@ -169,8 +172,13 @@ def prepare(fn) -> None:
     ``__kmpc_reduce[_nowait]`` goes to its case 1 (the combining code under the lock,
     which the differentiated code always runs: see ``aug_call``); the atomic case
     (a compare-and-exchange loop for max/min/product) becomes unreachable and is
-    neither differentiated nor checked."""
+    neither differentiated nor checked.  Floats passed into a region by value
+    (``firstprivate``) go by reference (:func:`_floats_by_reference`)."""
     from ..ir.instructions import Br, Phi, Switch
+    for inst in list(fn.instructions()):
+        o = outlined_of(inst) if isinstance(inst, Call) else None
+        if o is not None and not o.is_declaration:
+            _floats_by_reference(o)
     for inst in list(fn.instructions()):
         if not isinstance(inst, Call) or _SPECIAL.get(inst.callee_name or "") != "reduce":
             continue
@@ -193,6 +201,88 @@ def prepare(fn) -> None:
                     phi.add_incoming(v, blk)
             sw.erase()
             blk.append(Br(target))
+
+
+def _holds_float(p) -> bool:
+    """Whether the integer parameter ``p`` of an outlined region carries a float's bits:
+    cast to a float, or stored where a float is loaded from (clang's ``.casted`` copy
+    at -O0)."""
+    for u in p.uses:
+        user = u.user
+        if isinstance(user, Cast) and user.opcode == "bitcast" and floatish(user.type):
+            return True
+        if isinstance(user, Store) and u.index == 0:
+            base = underlying_object(user.operand(1))
+            if isinstance(base, Alloca) and any(
+                    isinstance(v.user, Load) and floatish(v.user.type) for v in base.uses):
+                return True
+    return False
+
+
+def _floats_by_reference(o) -> None:
+    """A float passed into the region ``o`` by value (``firstprivate(alpha)``: its bits
+    as an integer argument of the fork) is passed by reference instead: the caller
+    stores it in a local of its own and passes the address; the region loads it on
+    entry, so each thread still has its own copy.  Its derivative then goes the way of
+    shared data's: a shadow local, the threads' adjoints added into it atomically --
+    where by value a float's derivative could not leave the region."""
+    from ..ir.values import Argument
+    o.materialize()     # (the parameters' uses are known once the body is parsed)
+    ks = [k for k in range(2, len(o.args))
+          if not o.args[k].type.is_pointer and _holds_float(o.args[k])]
+    if not ks:
+        return
+    sites = []
+    for u in list(o.uses):
+        c = u.user
+        if isinstance(c, Call) and c.called_function is o:
+            sites.append((c, 0))            # the serialized region (an if() clause)
+        elif isinstance(c, Call) and outlined_of(c) is o:
+            sites.append((c, 1))            # the fork: its arguments start one later
+        else:
+            return                          # used some other way: left by value
+    float_ty = {}
+    for k in ks:    # the float type whose bits the integer carries
+        float_ty[k] = next((u.user.type for u in o.args[k].uses
+                            if isinstance(u.user, Cast) and u.user.opcode == "bitcast"
+                            and floatish(u.user.type)), T.double)
+    for c, shift in sites:
+        fn = c.parent.parent
+        for k in ks:
+            v = c.args[k + shift]
+            if isinstance(v, Cast) and v.opcode == "bitcast" and floatish(v.operand(0).type):
+                v = v.operand(0)        # the float itself, so its derivative is stored
+            else:
+                cast = Cast("bitcast", v, float_ty[k])
+                cast.insert_before(c)
+                v = cast
+            slot = Alloca(v.type, align=8)
+            fn.blocks[0].insert(0, slot)
+            Store(v, slot, 8).insert_before(c)
+            c.set_arg(k + shift, slot)
+    entry = o.blocks[0]
+    at = entry.first_non_phi
+    for k in ks:
+        old = o.args[k]
+        new = Argument(T.ptr, old.name, o, k, "noundef nonnull")
+        o.args[k] = new
+        ld = Load(float_ty[k], new, 8)
+        ld.insert_before(at)
+        bits = Cast("bitcast", ld, old.type)
+        bits.insert_before(at)
+        for u in list(old.uses):    # a cast back to the float: the loaded float itself
+            user = u.user
+            if isinstance(user, Cast) and user.opcode == "bitcast" and user.type == ld.type:
+                user.replace_all_uses_with(ld)
+                user.erase()
+        old.replace_all_uses_with(bits)
+        if not bits.uses:
+            bits.erase()
+    ft = o.function_type
+    o.function_type = T.FunctionType(ft.ret, [a.type for a in o.args], ft.varargs)
+    for c, shift in sites:
+        if shift == 0:
+            c.function_type = o.function_type
 
 
 def _construct_error(gen, inst, name):
@@ -253,8 +343,8 @@ def _reduce_as_critical(e, A, kind):
 
 def _fork_kinds(gen, inst):
     """Activity of the outlined function's parameters: gtid, btid, then the shared
-    values (pointers with shadows: dup).  A float carried by value (firstprivate)
-    that carries a derivative is refused."""
+    values (pointers with shadows: dup).  A float still carried by value (see
+    :func:`_floats_by_reference`) that carries a derivative is refused."""
     kinds = ["const", "const"]
     for a in inst.args[3:]:
         if a.type.is_pointer:
