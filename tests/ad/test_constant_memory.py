@@ -215,3 +215,63 @@ def test_read_only_tables_meeting_shadowed_pointers(tmp_path, opt, extra):
     assert v["quad4"] == pytest.approx([2 * 0.5 * x for x in p] + [2 * 0.5 * p[2]], rel=1e-15)
     assert v["g"] == [0.0, 3.0]     # W3[0] * x1: x1's tangent 0;  x0 * x1: 1 * 3
     assert v["W3"] == w3
+
+
+# A GSL-style object keeping a pointer to a constant table beside the active data it
+# allocates (a spline's knots), made by a function of its own (another file, or -O0):
+# the table is passed to it and stored in the object.  Before: "a pointer without a
+# shadow ... is mixed" in the constructor (the table went as constant data while the
+# object had a shadow); at -O1 (constructor inlined) the reverse sweep stored into the
+# table (a segfault).  Now the table goes with its zero twin as its shadow where the
+# callee keeps it.
+KNOTS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static const double KNOTS[4] = {0.5, 1.5, 2.5, 3.0};
+typedef struct { const double *xa; double *ya; int n; } interp_t;
+
+__attribute__((noinline)) interp_t *interp_new(const double *xa, int n) {
+    interp_t *o = malloc(sizeof *o);
+    o->xa = xa; o->n = n;
+    o->ya = malloc(n * sizeof(double));
+    return o;
+}
+__attribute__((noinline)) void interp_free(interp_t *o) { free(o->ya); free(o); }
+
+double fit(const double *y, int n) {
+    interp_t *o = interp_new(KNOTS, n);
+    for (int i = 0; i < n; i++) o->ya[i] = y[i] * y[i];
+    double r = 0;
+    for (int i = 0; i < n; i++) r += o->xa[i] * o->ya[i];
+    interp_free(o);
+    return r;
+}
+
+int main(void) {
+    double y[4] = {1, 2, -3, 0.5}, dy[4] = {0};
+    __enzyme_autodiff((void *)fit, enzyme_dup, y, dy, enzyme_const, 4);
+    printf("rev"); for (int i = 0; i < 4; i++) printf(" %.17g", dy[i]); printf("\n");
+    printf("fwd");
+    for (int i = 0; i < 4; i++) {
+        double t[4] = {0}; t[i] = 1;
+        printf(" %.17g", __enzyme_fwddiff((void *)fit, enzyme_dup, y, t, enzyme_const, 4));
+    }
+    printf("\nKNOTS %.17g %.17g %.17g %.17g\n", KNOTS[0], KNOTS[1], KNOTS[2], KNOTS[3]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt,extra", MODES)
+def test_a_constant_table_kept_in_an_object_with_a_shadow(tmp_path, opt, extra):
+    out = build_and_run(tmp_path, KNOTS, opt, extra=extra)
+    assert out.returncode == 0, out.stdout + out.stderr
+    v = parse_values(out.stdout)
+    knots, y = [0.5, 1.5, 2.5, 3.0], [1, 2, -3, 0.5]
+    want = [2 * k * x for k, x in zip(knots, y)]
+    assert v["rev"] == pytest.approx(want, rel=1e-15)
+    assert v["fwd"] == pytest.approx(want, rel=1e-15)
+    assert v["KNOTS"] == knots

@@ -365,8 +365,9 @@ class AugmentedForward:
     def _callee_kinds(self, inst):
         act = self.act
         kinds = []
-        for a in inst.args:
-            if passes_shadow(a, act):
+        callee = inst.called_function
+        for k, a in enumerate(inst.args):
+            if passes_shadow(a, act, callee, k):
                 kinds.append("dup")
             elif floatish(a.type) and a in act.active:
                 kinds.append("out")

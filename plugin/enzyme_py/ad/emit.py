@@ -348,8 +348,40 @@ def no_pointer_set_yet(v) -> bool:
     return False
 
 
-def passes_shadow(a, act) -> bool:
-    """Whether the pointer argument ``a`` of a call to a defined function goes with a
-    shadow (kind "dup"): it has one, or it is null, whose shadow is null (the callee
-    may store it into memory that has a shadow: libc++'s ``unique_ptr::reset(nullptr)``)."""
-    return a.type.is_pointer and (a in act.shadowed or isinstance(a, ConstantNull))
+def passes_shadow(a, act, callee=None, k=None) -> bool:
+    """Whether the pointer argument ``a`` (the ``k``-th) of a call to the defined
+    function ``callee`` goes with a shadow (kind "dup"): it has one, or it is null,
+    whose shadow is null (the callee may store it into memory that has a shadow:
+    libc++'s ``unique_ptr::reset(nullptr)``), or it points into a read-only table of
+    floats -- whose shadow is the table's zero twin -- and the callee keeps it
+    (``_kept``: a GSL-style spline object storing a pointer to a constant knot table)."""
+    if not a.type.is_pointer:
+        return False
+    if a in act.shadowed or isinstance(a, ConstantNull):
+        return True
+    if callee is None or a.is_instruction or k is None or k >= len(callee.args):
+        return False
+    from ..analysis.globals import read_only_table
+    return read_only_table(a) is not None and _kept(callee.args[k])
+
+
+def _kept(param, limit=64) -> bool:
+    """Whether the pointer ``param`` (or a GEP/cast of it) is stored into memory,
+    returned, or merged by a phi/select/insertvalue in its function: where it would
+    meet pointers with shadows."""
+    from ..ir.instructions import GEP, Cast, Phi, Ret, Select, Store
+    work, seen = [param], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (GEP, Cast)) and u.index == 0:
+                work.append(user)
+            elif isinstance(user, Store) and u.index == 0 or isinstance(
+                    user, (Ret, Phi, Select, InsertValue)):
+                return True
+    return False

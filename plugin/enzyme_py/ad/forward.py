@@ -652,8 +652,8 @@ class ForwardGen:
     def _defined(self, inst, A, callee):
         act, e = self.act, self.e
         kinds = []
-        for a in inst.args:
-            if passes_shadow(a, act) or (floatish(a.type) and a in act.active):
+        for k, a in enumerate(inst.args):
+            if passes_shadow(a, act, callee, k) or (floatish(a.type) and a in act.active):
                 kinds.append("dup")
             else:
                 kinds.append("const")

@@ -90,6 +90,17 @@ def shadow_constant(v, shadows: dict):
     return None
 
 
+def read_only_table(v):
+    """The read-only global holding floating-point values that the constant pointer
+    ``v`` points into, else None."""
+    g = v if isinstance(v, GlobalVariable) else global_base(v) \
+        if isinstance(v, ConstantExpr) else None
+    if g is None or not g.is_constant or g.initializer is None \
+            or not floatish(g.value_type):
+        return None
+    return g
+
+
 def read_only_twin(v, module, writable: bool):
     """The shadow of a constant pointer ``v`` into a read-only global holding
     floating-point values (a table of coefficients or quadrature weights), else None:
@@ -99,10 +110,8 @@ def read_only_twin(v, module, writable: bool):
     pointers with shadows (``c ? table : malloc'd``): the table itself as its own
     shadow would take the adjoints -- a store into read-only memory."""
     from ..ir.values import ZeroInit
-    g = v if isinstance(v, GlobalVariable) else global_base(v) \
-        if isinstance(v, ConstantExpr) else None
-    if g is None or not g.is_constant or g.initializer is None \
-            or not floatish(g.value_type):
+    g = read_only_table(v)
+    if g is None:
         return None
     name = f"{g.name}.enzyme_{'sink' if writable else 'zero'}"
     twin = module.get_global(name)
