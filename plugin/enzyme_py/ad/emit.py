@@ -365,23 +365,12 @@ def passes_shadow(a, act, callee=None, k=None) -> bool:
     return read_only_table(a) is not None and _kept(callee.args[k])
 
 
-def _kept(param, limit=64) -> bool:
+def _kept(param) -> bool:
     """Whether the pointer ``param`` (or a GEP/cast of it) is stored into memory,
     returned, or merged by a phi/select/insertvalue in its function: where it would
     meet pointers with shadows."""
-    from ..ir.instructions import GEP, Cast, Phi, Ret, Select, Store
-    work, seen = [param], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        for u in v.uses:
-            user = u.user
-            if isinstance(user, (GEP, Cast)) and u.index == 0:
-                work.append(user)
-            elif isinstance(user, Store) and u.index == 0 or isinstance(
-                    user, (Ret, Phi, Select, InsertValue)):
-                return True
-    return False
+    from ..analysis.activity import address_uses
+    from ..ir.instructions import Phi, Ret, Select, Store
+    return any(isinstance(u.user, Store) and u.index == 0
+               or isinstance(u.user, (Ret, Phi, Select, InsertValue))
+               for u in address_uses(param, set()))
