@@ -136,18 +136,27 @@ def test_pmpi_names_and_handles_in_variables(tmp_path, mpi, opt):
         _ok(_mpirun(exe, np, tmp_path), np)
 
 
-# A non-periodic halo as textbooks write it: the edge ranks exchange with
-# MPI_PROC_NULL (a no-op) through blocking MPI_Sendrecv and MPI_Send/MPI_Recv.  The
-# status of a receive from MPI_PROC_NULL says MPI_ANY_TAG, which the adjoint's send
-# reused: "MPI_ERR_TAG: invalid tag" and the job aborted, at every -O level and rank
-# count.  Checked against central differences of the global objective.
-PROC_NULL = r"""
+# Point-to-point shapes of halo codes, each function checked (reverse, and forward
+# where given) against central differences of the global objective:
+# - energy: a non-periodic halo as textbooks write it, the edge ranks exchanging with
+#   MPI_PROC_NULL (a no-op) through blocking MPI_Sendrecv and MPI_Send/MPI_Recv.  The
+#   status of a receive from MPI_PROC_NULL says MPI_ANY_TAG, which the adjoint's send
+#   reused: "MPI_ERR_TAG: invalid tag" and the job aborted, at every -O level and rank
+#   count.
+# - ring: a ring shift with MPI_Sendrecv_replace (Cannon's algorithm, systolic loops):
+#   before, "MPI call without a derivative rule".  The reverse sends the buffer's
+#   adjoint back to the source and takes the adjoint of what the destination received
+#   in its place; the forward sends the tangents along.
+HALOS = r"""
 #include <mpi.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 int enzyme_dup, enzyme_const;
 double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
 static int me, np;
+enum { N = 3 };
 double energy(double *u, int n) {      /* u[0] and u[n+1]: halo cells */
     int left = me > 0 ? me - 1 : MPI_PROC_NULL, right = me < np - 1 ? me + 1 : MPI_PROC_NULL;
     u[0] = 0; u[n + 1] = 0;
@@ -165,60 +174,6 @@ double energy(double *u, int n) {      /* u[0] and u[n+1]: halo cells */
     MPI_Allreduce(&s, &g, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return g;
 }
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    enum { N = 3 };
-    double u[N + 2], du[N + 2] = {0};
-    for (int i = 0; i < N + 2; i++) u[i] = 0.3 + 0.2 * i + 0.5 * me;
-    __enzyme_autodiff((void *)energy, enzyme_dup, u, du, enzyme_const, N);
-    int bad = 0;
-    for (int owner = 0; owner < np; owner++)
-        for (int k = 1; k <= N; k++) {
-            double x0 = u[k], h = 1e-6;
-            if (me == owner) u[k] = x0 + h;
-            double fp = energy(u, N);
-            if (me == owner) u[k] = x0 - h;
-            double fm = energy(u, N);
-            if (me == owner) {
-                u[k] = x0;
-                /* every rank returns the global sum: its seed counts np times */
-                double fd = np * (fp - fm) / (2 * h);
-                if (fabs(du[k] - fd) > 1e-6 * fmax(1, fabs(fd))) bad++;
-                printf("%s rank %d du[%d] %.12g fd %.12g\n", fabs(du[k] - fd) > 1e-6 *
-                       fmax(1, fabs(fd)) ? "FAIL" : "ok", me, k, du[k], fd);
-            }
-        }
-    int all = 0;
-    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0) printf("checked %d ranks, %d failures\n", np, all);
-    MPI_Finalize();
-    return all != 0;
-}
-"""
-
-
-@pytest.mark.parametrize("opt", OPTS)
-def test_halo_exchange_with_mpi_proc_null(tmp_path, mpi, opt):
-    exe = _build(tmp_path, mpi, PROC_NULL, opt)
-    for np in (1, 2, 3):
-        _ok(_mpirun(exe, np, tmp_path), np)
-
-
-# A ring shift with MPI_Sendrecv_replace (Cannon's algorithm, systolic loops): before,
-# "MPI call without a derivative rule".  The reverse sends the buffer's adjoint back to
-# the source and takes the adjoint of what the destination received in its place; the
-# forward sends the tangents along.  The source comes from a variable (the status).
-REPLACE = r"""
-#include <mpi.h>
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-int enzyme_dup, enzyme_const;
-double __enzyme_autodiff(void *, ...);
-double __enzyme_fwddiff(void *, ...);
-static int me, np;
 double ring(double *a, int n) {
     int left = (me - 1 + np) % np, right = (me + 1) % np;
     double s = 0;
@@ -231,35 +186,41 @@ double ring(double *a, int n) {
     MPI_Allreduce(&s, &g, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return g;
 }
+/* x[lo..lo+N-1] are the inputs; every rank returns the global sum, so its seed counts
+   np times in the gradient; the tangent of one input is the plain derivative */
+static inline __attribute__((always_inline)) int
+check(const char *name, double (*f)(double *, int), int lo, int forward) {
+    double x0[N + 2], x[N + 2], dx[N + 2] = {0};
+    for (int i = 0; i < N + 2; i++) x0[i] = x[i] = 0.3 + 0.2 * i - 0.25 * me;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, N);
+    int bad = 0;
+    for (int owner = 0; owner < np; owner++)
+        for (int k = lo; k < lo + N; k++) {
+            double h = 1e-6, t[N + 2] = {0}, fw = 0;
+            if (me == owner) t[k] = 1;
+            if (forward) {
+                memcpy(x, x0, sizeof x);
+                fw = __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, N);
+            }
+            memcpy(x, x0, sizeof x); if (me == owner) x[k] += h;
+            double fp = f(x, N);
+            memcpy(x, x0, sizeof x); if (me == owner) x[k] -= h;
+            double fm = f(x, N);
+            double fd = (fp - fm) / (2 * h), tol = 1e-6 * fmax(1, fabs(fd));
+            if (me == owner) {
+                int b = fabs(dx[k] - np * fd) > tol || forward && fabs(fw - fd) > tol;
+                bad += b;
+                printf("%s %s rank %d d[%d] %.12g fwd %.12g fd %.12g\n", b ? "FAIL" : "ok",
+                       name, me, k, dx[k], fw, fd);
+            }
+        }
+    return bad;
+}
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    enum { N = 3 };
-    double a0[N], a[N], da[N] = {0};
-    for (int i = 0; i < N; i++) a0[i] = a[i] = 0.4 + 0.3 * i - 0.2 * me;
-    __enzyme_autodiff((void *)ring, enzyme_dup, a, da, enzyme_const, N);
-    int bad = 0;
-    for (int owner = 0; owner < np; owner++)
-        for (int k = 0; k < N; k++) {
-            double h = 1e-6, t[N] = {0};
-            if (me == owner) t[k] = 1;
-            memcpy(a, a0, sizeof a);
-            double fw = __enzyme_fwddiff((void *)ring, enzyme_dup, a, t, enzyme_const, N);
-            memcpy(a, a0, sizeof a); if (me == owner) a[k] += h;
-            double fp = ring(a, N);
-            memcpy(a, a0, sizeof a); if (me == owner) a[k] -= h;
-            double fm = ring(a, N);
-            double fd = (fp - fm) / (2 * h);
-            /* every rank returns the global sum: its seed counts np times */
-            if (me == owner) {
-                int b = fabs(da[k] - np * fd) > 1e-6 * fmax(1, fabs(fd))
-                        || fabs(fw - fd) > 1e-6 * fmax(1, fabs(fd));
-                bad += b;
-                printf("%s rank %d da[%d] %.12g fwd %.12g fd %.12g\n", b ? "FAIL" : "ok", me,
-                       k, da[k], fw, fd);
-            }
-        }
+    int bad = check("energy", energy, 1, 0) + check("ring", ring, 0, 1);
     int all = 0;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0) printf("checked %d ranks, %d failures\n", np, all);
@@ -270,10 +231,12 @@ int main(int argc, char **argv) {
 
 
 @pytest.mark.parametrize("opt", OPTS)
-def test_ring_shift_with_sendrecv_replace(tmp_path, mpi, opt):
-    exe = _build(tmp_path, mpi, REPLACE, opt)
+def test_proc_null_halos_and_sendrecv_replace(tmp_path, mpi, opt):
+    exe = _build(tmp_path, mpi, HALOS, opt)
     for np in (1, 2, 3):
-        _ok(_mpirun(exe, np, tmp_path), np)
+        out = _ok(_mpirun(exe, np, tmp_path), np)
+        assert {line.split()[1] for line in out.splitlines() if line.startswith("ok ")} \
+            == {"energy", "ring"}
 
 
 ERRORS = {
