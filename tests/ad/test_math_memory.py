@@ -6,11 +6,13 @@ loops.  A function that reads ``errno`` keeps its calls as they are: the check o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from test_loop_caches import _cache_log
 from test_never_silent import OPTS, PRELUDE, run
-from helpers import enzyme_cc
+from helpers import build_and_run, enzyme_cc, parse_values
 
 # a log-sum-exp per point over components whose counts live in globals (set from argc,
 # so LLVM can neither fold them nor shrink them to a flag), as in a GMM written with
@@ -96,3 +98,71 @@ def test_loop_bounds_from_globals_make_counted_loops(tmp_path):
 @pytest.mark.parametrize("opt", OPTS)
 def test_errno_read_after_a_libm_call_is_kept(tmp_path, opt):
     run(tmp_path, ERRNO, opt)
+
+
+# Shadows as aligned as the memory they shadow.  Performance code declares buffers
+# 32-byte aligned for AVX (a local `aligned(32)`, aligned_alloc, posix_memalign) and
+# reads them with aligned loads (_mm256_load_ps, vmovaps), which the derivative code
+# repeats on the shadows: shadows from calloc (16-byte aligned) made the built program
+# segfault at -O0 and -O1 (a BLIS-style packed GEMM too; real Enzyme 15 right).
+ALIGNED = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+int enzyme_dup;
+void __enzyme_autodiff(void *, ...);
+float __enzyme_fwddiff(void *, ...);
+__attribute__((noinline)) static void sq8(float *restrict t, const float *x) {
+  __m256 v = _mm256_loadu_ps(x);
+  _mm256_store_ps(t, _mm256_mul_ps(v, v));
+}
+float f(const float *x) {
+  char pad[3]; (void)pad;
+  float t[8] __attribute__((aligned(32)));
+  sq8(t, x);
+  float *h = aligned_alloc(32, 16 * sizeof(float));
+  float *q = NULL;
+  if (posix_memalign((void **)&q, 64, 8 * sizeof(float))) return 0;
+  for (int i = 0; i < 16; i++) h[i] = x[i % 8] * (i + 1);
+  _mm256_store_ps(q, _mm256_mul_ps(_mm256_load_ps(h), _mm256_load_ps(h + 8)));
+  __m256 a = _mm256_mul_ps(_mm256_load_ps(t), _mm256_load_ps(q));
+  float o[8];
+  _mm256_storeu_ps(o, a);
+  free(h); free(q);
+  float s = 0;
+  for (int i = 0; i < 8; i++) s += o[i];
+  return s;
+}
+int main(void) {
+  float x[8], dx[8] = {0};
+  for (int i = 0; i < 8; i++) x[i] = 0.5f + 0.1f * i;
+  for (int rep = 0; rep < 6; rep++) {      /* heap addresses vary */
+    void *junk = malloc(16 * (rep + 1));
+    for (int i = 0; i < 8; i++) dx[i] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    free(junk);
+  }
+  printf("rev"); for (int i = 0; i < 8; i++) printf(" %.9g", dx[i]); printf("\n");
+  printf("fwd");
+  for (int i = 0; i < 8; i++) {
+    float t[8] = {0}; t[i] = 1;
+    printf(" %.9g", __enzyme_fwddiff((void *)f, enzyme_dup, x, t));
+  }
+  printf("\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_shadows_are_aligned_like_their_memory(tmp_path, opt):
+    if "avx2" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("the program uses AVX2 (this CPU has none)")
+    out = build_and_run(tmp_path, ALIGNED, opt, extra=["-mavx2", "-mfma"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    v = parse_values(out.stdout)
+    # s = sum_i x_i^2 * x_i * (i+1) * x_i * (i+9) = sum_i (i+1)(i+9) x_i^4
+    x = [0.5 + 0.1 * i for i in range(8)]
+    want = [4 * (i + 1) * (i + 9) * x[i] ** 3 for i in range(8)]
+    assert v["rev"] == pytest.approx(want, rel=1e-5)
+    assert v["fwd"] == pytest.approx(want, rel=1e-5)

@@ -222,7 +222,7 @@ class AugmentedForward:
                 if n.type != T.i64:
                     n = e.cast("sext" if n.type.width < 64 else "trunc", n, T.i64)
                 size = e.binop("mul", n, size)
-            S = e.call(gen._rt("__enzyme_py_shadow_alloc"), [size])
+            S = self._shadow_block(size, ConstantInt(T.i64, inst.align or 1))
         elif isinstance(inst, Call):
             name = inst.callee_name or ""
             if inst in gen.replaced_calls:
@@ -245,8 +245,8 @@ class AugmentedForward:
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
-                S = e.call(gen._rt("__enzyme_py_shadow_alloc"),
-                           [written(e, None, eff.size, args, A)])
+                S = self._shadow_block(written(e, None, eff.size, args, A),
+                                       None if eff.align is None else args[eff.align])
         else:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
         gen.sh_aug[inst] = S
@@ -296,6 +296,18 @@ class AugmentedForward:
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+
+    def _shadow_block(self, size, align=None):
+        """A zeroed shadow block of ``size`` bytes (at the emitter), aligned as the primal
+        block is (``align``: a value, None for malloc's 16): a local declared
+        ``aligned(32)`` or an ``aligned_alloc(32, n)`` is read by aligned AVX loads, and
+        so is its shadow."""
+        e, gen = self.e, self.gen
+        if align is None or isinstance(align, ConstantInt) and align.value <= 16:
+            return e.call(gen._rt("__enzyme_py_shadow_alloc"), [size])
+        if align.type != T.i64:
+            align = e.cast("zext", align, T.i64)
+        return e.call(gen._rt("__enzyme_py_shadow_alloc_aligned"), [size, align])
 
     def _select_copy(self, v, inst, p):
         """``store (select c, (load a), (load b)), p`` into memory with a shadow: one of two
@@ -408,8 +420,7 @@ class AugmentedForward:
             if eff.out is not None and inst.args[eff.out] in act.shadowed:
                 # posix_memalign: a shadow block, stored where the pointer goes
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
-                S = self.e.call(gen._rt("__enzyme_py_shadow_alloc"),
-                                [A.args[eff.size[1]]])
+                S = self._shadow_block(A.args[eff.size[1]], A.args[eff.align])
                 self.e.store(S, gen._sh_aug(inst.args[eff.out], inst), 8)
                 gen.out_shadows[inst] = S
             return

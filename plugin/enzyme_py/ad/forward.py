@@ -508,10 +508,8 @@ class ForwardGen:
             if eff.out is not None:
                 out = args[eff.out]
                 if out in act.shadowed:   # posix_memalign: zeroed shadows stored alongside
-                    calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
                     for s in self.S(out, inst):
-                        e.store(e.call(calloc, [A.args[eff.size[1]], ConstantInt(T.i64, 1)]),
-                                s, 8)
+                        e.store(self._zeroed(A.args[eff.size[1]], A.args[eff.align]), s, 8)
             elif inst in act.shadowed:
                 self._alloc(inst, A, name)
             return
@@ -605,15 +603,33 @@ class ForwardGen:
     def _alloc(self, inst, A, name):
         e = self.e
         eff = call_effect(name)
-        calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
         if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
             realloc = e.declare("realloc", T.ptr, [T.ptr, T.i64])
             lanes = [e.call(realloc, [o, A.args[1]]) for o in self.S(inst.args[0], inst)]
         else:
             # (a realloc of a block without a shadow held constant data: zero tangents)
             n = written(e, None, eff.size, A.args, A)
-            lanes = [e.call(calloc, [n, ConstantInt(T.i64, 1)]) for _ in range(self.W)]
+            align = None if eff.align is None else A.args[eff.align]
+            lanes = [self._zeroed(n, align) for _ in range(self.W)]
         self.sh[inst] = lanes
+
+    def _zeroed(self, n, align=None):
+        """A zeroed block of ``n`` bytes that ``free`` releases, aligned as the primal
+        block is (``align``: a value, None for malloc's 16 -- an ``aligned_alloc(32,
+        n)`` block is read by aligned AVX loads, and so is its shadow)."""
+        e = self.e
+        if align is None or isinstance(align, ConstantInt) and align.value <= 16:
+            return e.call(e.declare("calloc", T.ptr, [T.i64, T.i64]),
+                          [n, ConstantInt(T.i64, 1)])
+        if align.type != T.i64:
+            align = e.cast("zext", align, T.i64)
+        # aligned_alloc wants a multiple of the alignment
+        mask = e.binop("sub", align, ConstantInt(T.i64, 1))
+        size = e.binop("and", e.binop("add", n, mask), e.binop("xor", mask,
+                                                               ConstantInt(T.i64, -1)))
+        p = e.call(e.declare("aligned_alloc", T.ptr, [T.i64, T.i64]), [align, size])
+        self._memset0(p, n)
+        return p
 
     def _custom(self, inst, A, rule):
         e, m = self.e, self.ctx.module

@@ -27,7 +27,10 @@
   from the pool and given back when the arena is empty (see
   :func:`.runtime_pool._arena`);
 - ``__enzyme_py_shadow_alloc(n)`` / ``_free`` / ``_size`` / ``_realloc``: shadows of
-  heap blocks (zeroed; large ones from the same pool);
+  heap blocks (zeroed; large ones from the same pool); ``_alloc_aligned(n, a)``: one
+  aligned to ``a`` bytes (more than 16: the shadow of a local declared
+  ``aligned(32)``, of ``aligned_alloc(32, n)``, which AVX loads require), a zeroed
+  block whose header's capacity field holds minus its offset from the raw block;
 - ``__enzyme_py_memcpy_adj_<T>(dshadow, sshadow, nbytes)``: the reverse of a memcpy
   of T data (``ds[i] += dd[i]; dd[i] = 0``); ``__enzyme_py_memmove_adj_<T>``: the same
   for ranges that may overlap (a memmove): it walks the elements in the order that
@@ -62,6 +65,7 @@ _ALLOCATING = {
     "__enzyme_py_cache_alloc": "allocating the cache",
     "__enzyme_py_cache_bump": "growing the cache",
     "__enzyme_py_shadow_alloc": "allocating a shadow",
+    "__enzyme_py_shadow_alloc_aligned": "allocating a shadow",
     "__enzyme_py_shadow_realloc": "allocating a shadow",
 }
 POOL_SLOTS = 8
@@ -88,6 +92,7 @@ def runtime_base(name: str) -> str:
 
 
 POOLED = ("__enzyme_py_cache_alloc", "__enzyme_py_cache_free", "__enzyme_py_shadow_alloc",
+          "__enzyme_py_shadow_alloc_aligned",
           "__enzyme_py_shadow_free", "__enzyme_py_shadow_realloc", "__enzyme_py_cache_bump")
 
 
@@ -120,7 +125,9 @@ def unpool(fn) -> None:
             r = e.call(e.declare("malloc", T.ptr, [i64]), [args[0]])
         elif name == "__enzyme_py_cache_free":
             r = e.call(e.declare("free", T.void, [T.ptr]), [args[0]])
-        elif name == "__enzyme_py_shadow_alloc":
+        elif name in ("__enzyme_py_shadow_alloc", "__enzyme_py_shadow_alloc_aligned"):
+            # (an aligned one as a plain block: code differentiated again is not
+            # where AVX-aligned accesses go)
             r = shadow_alloc(args[0])
         elif name == "__enzyme_py_cache_bump":
             # the buffer grows by realloc (capacity doubled when the n bytes do not fit)
@@ -250,6 +257,34 @@ def _out_of_memory(module):
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.unreachable()
     return fn
+
+
+def _aligned_calloc(e, n, a, check=None):
+    """A zeroed shadow of ``n`` bytes aligned to ``a`` (a power of two, at least 16) with
+    the 16-byte header {capacity, size} before it; the capacity holds minus the offset
+    of the aligned pointer from the raw block (see :func:`_raw_block`)."""
+    i64 = T.i64
+    calloc = e.declare("calloc", T.ptr, [i64, i64])
+    nb = e.binop("add", e.binop("add", n, a), ConstantInt(i64, 16))
+    raw = e.call(calloc, [nb, ConstantInt(i64, 1)])
+    if check is not None:
+        check(raw, nb)
+    # the first address past the header that is a multiple of a
+    start = e.binop("add", e.cast("ptrtoint", raw, i64), ConstantInt(i64, 16))
+    mask = e.binop("sub", a, ConstantInt(i64, 1))
+    off = e.binop("add", ConstantInt(i64, 16), e.binop("and", e.binop("sub", a, e.binop(
+        "and", start, mask)), mask))
+    p = e.gep_bytes(raw, off)
+    e.store(e.binop("sub", ConstantInt(i64, 0), off), e.gep_bytes(p, -16), 8)
+    e.store(n, e.gep_bytes(p, -8), 8)
+    return p
+
+
+def _raw_block(e, s, cap):
+    """The block to free for the shadow ``s`` that is not pooled (header capacity
+    ``cap`` <= 0): ``s - 16``, or ``s + cap`` for an aligned one."""
+    return e.select(e.icmp("slt", cap, ConstantInt(T.i64, 0)), e.gep_bytes(s, cap),
+                    e.gep_bytes(s, -16))
 
 
 def _check(module, e, fn, p, nbytes, what):
@@ -425,6 +460,15 @@ def runtime_function(module, name, ty=None, owner=None):
         e.store(n, e.gep_bytes(raw, 8), 8)
         e.ret(e.gep_bytes(raw, 16))
         return fn
+    if what is not None and base == "__enzyme_py_shadow_alloc_aligned":
+        fn, new = _new(module, name, T.ptr, [i64, i64])
+        if not new:
+            return fn
+        n, a = fn.args
+        e.position_at_end(fn.append_basic_block("entry"))
+        raw = _aligned_calloc(e, n, a, lambda p, nb: _check(module, e, fn, p, nb, what))
+        e.ret(raw)
+        return fn
     if name == "__enzyme_py_shadow_free":
         fn, new = _new(module, name, T.void, [T.ptr])
         if not new:
@@ -437,13 +481,13 @@ def runtime_function(module, name, ty=None, owner=None):
         e.cbranch(e.icmp("eq", s, ConstantNull(T.ptr)), done, yes)
         e.position_at_end(yes)
         cap = e.load(i64, e.gep_bytes(s, -16), 8)
-        e.cbranch(e.icmp("eq", cap, ConstantInt(i64, 0)), plain, pooled)
+        e.cbranch(e.icmp("sgt", cap, ConstantInt(i64, 0)), pooled, plain)
         e.position_at_end(pooled)
         e.call(runtime_function(module, "__enzyme_py_cache_free"), [s])
         e.br(done)
         e.position_at_end(plain)
         free = e.declare("free", T.void, [T.ptr])
-        e.call(free, [e.gep_bytes(s, -16)])
+        e.call(free, [_raw_block(e, s, cap)])
         e.br(done)
         e.position_at_end(done)
         e.ret()

@@ -80,6 +80,7 @@ class CallEffect:
     size: tuple | None = None  # "alloc": the block's size
     out: int | None = None     # "alloc": the new pointer is stored through this argument
     frees: int | None = None   # "alloc": realloc releases this argument
+    align: int | None = None   # "alloc": the argument giving the block's alignment
 
 
 # -- pure math: libm base names (``sin`` covers sinf, sinl, llvm.sin.*, __sin_finite) --
@@ -217,12 +218,16 @@ ALLOC_NAMES = {
     "_ZnamSt11align_val_t": ("arg", 0), "_ZnwmSt11align_val_tRKSt9nothrow_t": ("arg", 0),
     "_ZnamSt11align_val_tRKSt9nothrow_t": ("arg", 0),
 }
+_ALIGN_ARG = {"aligned_alloc": 0, "memalign": 0, "_ZnwmSt11align_val_t": 1,
+              "_ZnamSt11align_val_t": 1, "_ZnwmSt11align_val_tRKSt9nothrow_t": 1,
+              "_ZnamSt11align_val_tRKSt9nothrow_t": 1}
 for _n, _s in ALLOC_NAMES.items():
-    _TABLE[_n] = CallEffect("alloc", "allocates a block", size=_s)
+    _TABLE[_n] = CallEffect("alloc", "allocates a block", size=_s, align=_ALIGN_ARG.get(_n))
 _TABLE["realloc"] = CallEffect("alloc", "moves a block into a new allocation",
                                size=("arg", 1), frees=0)
 _TABLE["posix_memalign"] = CallEffect("alloc", "allocates a block and stores its address "
-                                      "through the first argument", size=("arg", 2), out=0)
+                                      "through the first argument", size=("arg", 2), out=0,
+                                      align=1)
 ALLOC_NAMES = frozenset(ALLOC_NAMES) | {"realloc", "posix_memalign"}
 FREE_NAMES = frozenset({"free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
                         "_ZdlPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
