@@ -133,6 +133,13 @@ def check(inst, act, where):
     status, reason = _status(inst)
     if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
         return
+    if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act):
+        raise NoDerivativeError(
+            "floating-point values moved through integer operations (shifted, truncated or "
+            "masked as an integer, then turned back into floats): their derivatives cannot "
+            "follow", location=where() if callable(where) else where,
+            hint="move the values as floats (memcpy into a float variable, array indexing); "
+                 "LLVM's -O3 vector code extracts lanes this way: -O2 does not")
     if callable(where):
         where = where()
     if status == RULE or status == INACTIVE:
@@ -219,6 +226,56 @@ def _integer_memory(inst) -> bool:
     module = inst.module
     return pointee_kinds(module, [p], module.datalayout.store_size(ty), exclude=inst) \
         == {"int"}
+
+
+_BIT_MOVES = ("lshr", "shl", "ashr", "and", "or", "xor")
+
+
+def _float_bits_rearranged(inst, act, limit=32) -> bool:
+    """Whether the cast ``inst`` makes floats out of integers computed, through integer
+    shifts, masks, truncations or lane extractions, from floating-point values that
+    carry derivatives -- a float reinterpreted as an integer (a bitcast of an active
+    value, or an integer load of memory with a shadow that holds floats), then
+    rearranged: ``memcpy(&u64, x, 8); y = (float)bits(u64 >> 32)``, or LLVM's
+    ``bitcast <8 x float> to i256; lshr; trunc; bitcast to <4 x float>``.  A plain
+    round trip (bitcast there and back, an integer copy) keeps its derivative."""
+    from ..analysis.activity import floatish
+    from ..analysis.types import memory_kinds
+    if not (floatish(inst.type) and inst.operand(0).type.is_int
+            or inst.type.is_vector and floatish(inst.type)
+            and inst.operand(0).type.is_vector and inst.operand(0).type.element.is_int):
+        return False
+    work, seen, moved = [(inst.operand(0), False)], set(), False
+    while work and limit:
+        limit -= 1
+        v, through = work.pop()
+        if (v, through) in seen:
+            continue
+        seen.add((v, through))
+        if isinstance(v, I.BinaryOp) and v.opcode in _BIT_MOVES:
+            work.extend((o, True) for o in v.operands if not o.is_constant)
+        elif isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
+            work.append((v.operand(0), True))
+        elif isinstance(v, I.ExtractElement):
+            work.append((v.operand(0), True))
+        elif isinstance(v, (I.Phi, I.Select, I.Freeze)):
+            work.extend((o, through) for o in (
+                [x for x, _ in v.incoming] if isinstance(v, I.Phi) else v.operands[1:]
+                if isinstance(v, I.Select) else v.operands))
+        elif isinstance(v, I.Cast) and v.opcode == "bitcast":
+            src = v.operand(0)
+            if floatish(src.type):
+                if through and src in act.active:
+                    moved = True
+            else:
+                work.append((src, through))
+        elif isinstance(v, I.Load) and through and v.operand(0) in act.shadowed:
+            # memory with a shadow read as an integer: its floats, unless its other
+            # accesses show only integers (nothing else seen: it may hold floats)
+            kinds = memory_kinds([v.operand(0)], exclude=v)
+            if not kinds or kinds & {"double", "float", "float-other"}:
+                moved = True
+    return moved
 
 
 def _int_cast_involved(inst, act, limit=32) -> bool:
