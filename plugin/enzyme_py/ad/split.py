@@ -15,9 +15,8 @@ size, i64 cap}`` of :data:`HEADER` bytes and the data it points at):
   tape would, ``sizeof`` the cached values), nothing is allocated or freed, and the
   reverse pass leaves the tape as it found it (it may run again).  The tape's size
   must be known at compile time (no pushes in loops or recursion); N is checked
-  against it at compile time, or when the call runs if N is not a constant.  N must cover
-  the tape's size, which is then needed at compile time: the tape may not grow with
-  loops or recursion (compile error otherwise, and when N is too small).
+  against it at compile time, or when the call runs if N is not a constant (a tape that
+  grows with loops or recursion, or a constant N too small, is a compile error).
 
 ``augmentfwd`` returns the tape (``void*``), or ``{tape, result}`` when its prototype
 returns a struct; ``reverse`` takes the function's arguments, then the differential
