@@ -570,3 +570,46 @@ def test_analysis_does_not_depend_on_other_call_sites(tmp_path, opt):
     got = [float(v) for v in subprocess.run([str(tmp_path / "r")], capture_output=True,
                                             text=True).stdout.split()]
     assert got[0] == pytest.approx(got[1], rel=1e-12) and got[2] == pytest.approx(got[3], rel=1e-12)
+
+
+# Copying a std::function whose closure lives on the heap (more than 16 bytes of
+# captures): at -O0 the reverse gradient of the captured values was silently 0 (round
+# H).  std::function's manager stores the address of the lambda's type_info and of the
+# closure in the same slot of std::_Any_data, which unified the two objects in the
+# byte-offset analysis; the type_info's two pointers then passed for the closure's
+# contents, and the closure's copy moved shadow bytes forward as if they were pointers.
+# RTTI objects no longer give facts: at -O0 the copy is now a compile error asking for
+# a type hint (real Enzyme 15 refuses it at -O0 and -O1); at -O2 it is right.
+FUNCTION_COPY = r"""
+#include <cstdio>
+#include <functional>
+extern "C" { int enzyme_dup; void __enzyme_autodiff(void *, ...); }
+double f(const double *p) {
+  double a = p[0], b = p[1], c = p[2];
+  std::function<double(double)> g = [a, b, c](double t) { return a * t + b * c; };
+  std::function<double(double)> g2 = g;
+  return g2(p[3]);
+}
+int main() {
+  double p[4] = {2.0, 3.0, 5.0, 7.0}, dp[4] = {0, 0, 0, 0};
+  __enzyme_autodiff((void *)f, enzyme_dup, p, dp);
+  std::printf("%.17g %.17g %.17g %.17g\n", dp[0], dp[1], dp[2], dp[3]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_copied_std_function_is_never_silently_zero(tmp_path, opt):
+    src = Path(tmp_path) / "fn.cpp"
+    src.write_text(FUNCTION_COPY)
+    r = enzyme_cc([opt, "-std=c++17", str(src), "-o", str(tmp_path / "fn")], tmp_path,
+                  cxx=True)
+    if opt == "-O0":
+        # (libc++, the ziglang clang: another compile error, about its __value_func)
+        assert r.returncode != 0 and ("cannot tell what the memory holds" in r.stderr
+                                      or "is mixed with pointers" in r.stderr), r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "fn")], capture_output=True, text=True)
+    assert [float(v) for v in out.stdout.split()] == [7.0, 5.0, 3.0, 2.0]

@@ -75,6 +75,7 @@ _DEPTH = 24           # ... up to this many such helpers deep: C++ at -O0 nests 
                      # depth binds every caller's object to its parameters, so two
                      # members built by it make their object periodic
 _BUDGET = 200_000     # instructions visited that way, in all
+_RTTI = ("_ZTI", "_ZTS")   # C++ type_info objects and type names: no facts from them
 
 
 def _index(v, depth=8):
@@ -471,6 +472,11 @@ class MemoryTypes:
 
     def _global(self, g):
         if g.is_declaration or g.initializer is None:
+            return
+        if g.name.startswith(_RTTI):
+            # a C++ type_info object: std::function's manager stores its address and
+            # the functor's in one slot of std::_Any_data, which unifies them; its two
+            # pointers would then pass for the functor's contents (three doubles)
             return
         self._layout(g, g.value_type, 0, ints=True)
         self._initialiser(g, g.initializer, 0)
