@@ -314,6 +314,13 @@ class ReverseGen:
     def _rt(self, name, ty=None):
         return runtime_function(self.ctx.module, name, ty, owner=self.ctx.fname(self.P))
 
+    def _global_shadow(self, c):
+        """The shadow of a constant pointer into a global: its shadow global, or the
+        zero twin of a read-only table of floats (writable: the reverse sweep adds
+        into it); else None."""
+        return shadow_constant(c, self.ctx.shadow_globals) \
+            or read_only_twin(c, self.ctx.module, writable=True)
+
     def _own_shadow(self, c) -> bool:
         """A constant pointer that is its own shadow: null, or a pointer into no
         writable data that holds floats or pointers and into no global with a shadow
@@ -328,8 +335,7 @@ class ReverseGen:
             return s
         if isinstance(v, (ConstantNull, Undef, Poison, ZeroInit)):
             return v.clone()
-        sg = None if v.is_instruction else shadow_constant(v, self.ctx.shadow_globals) \
-            or read_only_twin(v, self.ctx.module, writable=True)
+        sg = None if v.is_instruction else self._global_shadow(v)
         if sg is not None:
             return sg
         if not v.is_instruction and not isinstance(v, Argument) and self._own_shadow(v):
@@ -591,8 +597,7 @@ class ReverseGen:
             return s
         if isinstance(p, (ConstantNull, Undef, Poison)):
             return p.clone()
-        sg = None if p.is_instruction else shadow_constant(p, self.ctx.shadow_globals) \
-            or read_only_twin(p, self.ctx.module, writable=True)
+        sg = None if p.is_instruction else self._global_shadow(p)
         if sg is not None:
             return sg
         if p not in self.act.shadowed:
