@@ -1,6 +1,6 @@
 """Complex arithmetic in differentiated code (ad/complex.py): C99 ``double complex``
-(cexp, clog, csqrt, cpow, cabs, carg, complex * and /, i.e. __muldc3/__divdc3; * and / of
-``float complex`` and ``long double complex``) and C++
+(cexp, clog, csqrt, cpow, cabs, carg, complex * and /, i.e. __muldc3/__divdc3; the same
+in ``float complex`` and ``long double complex``) and C++
 ``std::complex<double>`` (std::exp, log, pow, abs, arg, sqrt, norm, operators), reverse
 and forward mode at -O0 and -O2, against central differences."""
 
@@ -142,3 +142,53 @@ def test_float_and_long_double_complex_products(tmp_path, opt):
     assert div == pytest.approx(want_div, rel=1e-5)
     assert lmul == pytest.approx(want_mul, rel=1e-14)
     assert ldiv == pytest.approx(want_div, rel=1e-14)
+
+
+# The complex functions in float and long double (cexpf ... cpowf take and return
+# <2 x float>; cexpl ... cpowl take each complex byval in memory).  Before: "cannot
+# differentiate call to external function 'cexpf'".  Reference: central differences of
+# the same formula in double complex, in the same program.
+FUNCTIONS_PRECISIONS = r"""#include <complex.h>
+#include <stdio.h>
+int enzyme_dup;
+void __enzyme_autodiff(void *, ...);
+float __enzyme_fwddiff(void *, ...);
+long double __enzyme_fwddiffl(void *, ...) __asm__("__enzyme_fwddiff");
+#define BODY(T, S)                                                              \
+  T complex z = p[0] + p[1] * I, w = p[2] + p[3] * I;                         \
+  T complex r = cexp##S(z) * clog##S(w) + csqrt##S(z * w) + cpow##S(z, w) / w; \
+  return cabs##S(r) + carg##S(r) + creal##S(r);
+double fd(const double *p) { BODY(double, ) }
+float ff(const float *p) { BODY(float, f) }
+long double fl(const long double *p) { BODY(long double, l) }
+int main() {
+  double p[4] = {0.3, 0.7, 1.2, -0.4};
+  float q[4], dq[4] = {0};
+  long double r[4], dr[4] = {0};
+  for (int k = 0; k < 4; k++) { q[k] = p[k]; r[k] = p[k]; }
+  __enzyme_autodiff((void *)ff, enzyme_dup, q, dq);
+  __enzyme_autodiff((void *)fl, enzyme_dup, r, dr);
+  for (int k = 0; k < 4; k++) {
+    float tq[4] = {0}; long double tr[4] = {0};
+    tq[k] = 1; tr[k] = 1;
+    float fq = __enzyme_fwddiff((void *)ff, enzyme_dup, q, tq);
+    long double fr = __enzyme_fwddiffl((void *)fl, enzyme_dup, r, tr);
+    double a[4], b[4], h = 1e-6;
+    for (int j = 0; j < 4; j++) a[j] = b[j] = p[j];
+    a[k] += h; b[k] -= h;
+    printf("d%d %.9g %.9g %.17Lg %.17Lg %.17g\n", k, dq[k], fq, dr[k], fr,
+           (fd(a) - fd(b)) / (2 * h));
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_float_and_long_double_complex_functions(tmp_path, opt):
+    rows = _run(tmp_path, "f.c", FUNCTIONS_PRECISIONS, opt, cxx=False)
+    assert len(rows) == 4
+    for rev_f, fwd_f, rev_l, fwd_l, fd in rows:
+        assert rev_f == pytest.approx(fd, rel=1e-4, abs=1e-5)
+        assert fwd_f == pytest.approx(rev_f, rel=1e-5)
+        assert rev_l == pytest.approx(fd, rel=1e-7, abs=1e-8)
+        assert fwd_l == pytest.approx(rev_l, rel=1e-15)

@@ -14,11 +14,12 @@ pass then differentiates through their bodies like any other code:
 
 ``__muldc3``/``__divdc3`` here are the textbook formulas: the recovery of infinite and NaN
 parts of C's Annex G is not reproduced (derivatives of infinities are not defined
-anyway).  Multiplication and division of ``float complex`` (``__mulsc3``/``__divsc3``,
-four floats to ``<2 x float>`` on x86-64) and ``long double complex``
-(``__mulxc3``/``__divxc3``, four ``x86_fp80`` to a pair) are redirected the same way;
-the other ``float``/``long double`` complex functions are not (their calls stay unknown
-functions: a compile error where they touch derivatives).
+anyway).  The same functions in the other precisions are redirected too, each in the
+x86-64 ABI's spelling (a call in another spelling is left alone): ``float complex``
+(``cabsf`` ... ``cpowf`` take and return ``<2 x float>``; ``__mulsc3``/``__divsc3`` take
+four floats) and ``long double complex`` (``cabsl`` ... ``cpowl`` take each complex
+``byval`` in memory and return ``{x86_fp80, x86_fp80}``; ``__mulxc3``/``__divxc3`` take
+four ``x86_fp80``).
 """
 
 from __future__ import annotations
@@ -30,21 +31,17 @@ from ..ir.values import ConstantFP
 __all__ = ["redirect_complex_calls"]
 
 _D = T.double
-_PAIR = T.StructType([_D, _D])
 
 
-def _c(v):
-    return ConstantFP(_D, v)
+def _c(like, v):
+    """The constant ``v`` in the floating-point type of ``like``."""
+    return ConstantFP(like.type, v)
 
 
 def _pack(e, re, im):
-    agg = e.insertvalue(_undef(re.type), re, [0])
-    return e.insertvalue(agg, im, [1])
-
-
-def _undef(el=_D):
     from ..ir.values import Undef
-    return Undef(T.StructType([el, el]))
+    agg = e.insertvalue(Undef(T.StructType([re.type, re.type])), re, [0])
+    return e.insertvalue(agg, im, [1])
 
 
 def _log(e, re, im):
@@ -78,11 +75,12 @@ def _clog(e, re, im):
 
 def _csqrt(e, re, im):
     # t = sqrt((|z| + |re|) / 2); re >= 0: (t, im / 2t), else (|im| / 2t, copysign(t, im))
-    t = e.libm("sqrt", e.fmul(e.fadd(e.libm("hypot", re, im), e.libm("fabs", re)), _c(0.5)))
-    zero = e.fcmp("oeq", t, _c(0.0))
-    two_t = e.select(zero, _c(1.0), e.fmul(t, _c(2.0)))     # z = 0: result 0
+    t = e.libm("sqrt", e.fmul(e.fadd(e.libm("hypot", re, im), e.libm("fabs", re)),
+                              _c(re, 0.5)))
+    zero = e.fcmp("oeq", t, _c(re, 0.0))
+    two_t = e.select(zero, _c(re, 1.0), e.fmul(t, _c(re, 2.0)))     # z = 0: result 0
     q = e.fdiv(im, two_t)
-    pos = e.fcmp("oge", re, _c(0.0))
+    pos = e.fcmp("oge", re, _c(re, 0.0))
     r_re = e.select(pos, t, e.libm("fabs", q))
     r_im = e.select(pos, q, e.libm("copysign", t, im))
     return _pack(e, r_re, r_im)
@@ -103,49 +101,87 @@ def _divdc3(e, a, b, c, d):
                  e.fdiv(e.fsub(e.fmul(b, c), e.fmul(a, d)), den))
 
 
-# name: (number of double parameters, returns a complex, body)
+# base name: (the parameters: "z" a complex, "x" a real; returns a complex, body)
 _FUNCTIONS = {
-    "cabs": (2, False, _cabs), "carg": (2, False, _carg),
-    "cexp": (2, True, _cexp), "clog": (2, True, _clog), "csqrt": (2, True, _csqrt),
-    "cpow": (4, True, _cpow), "__muldc3": (4, True, _muldc3), "__divdc3": (4, True, _divdc3),
+    "cabs": ("z", False, _cabs), "carg": ("z", False, _carg),
+    "cexp": ("z", True, _cexp), "clog": ("z", True, _clog), "csqrt": ("z", True, _csqrt),
+    "cpow": ("zz", True, _cpow), "__muldc3": ("xxxx", True, _muldc3),
+    "__divdc3": ("xxxx", True, _divdc3),
 }
-# the same multiplication and division in other precisions: name -> (the double one,
-# the element type, the result type)
-_OTHER_PRECISIONS = {
-    "__mulsc3": ("__muldc3", T.float, T.VectorType(T.float, 2)),
-    "__divsc3": ("__divdc3", T.float, T.VectorType(T.float, 2)),
-    "__mulxc3": ("__muldc3", T.x86_fp80, T.StructType([T.x86_fp80, T.x86_fp80])),
-    "__divxc3": ("__divdc3", T.x86_fp80, T.StructType([T.x86_fp80, T.x86_fp80])),
+
+_FP80 = T.StructType([T.x86_fp80, T.x86_fp80])
+# precision: (element type, a complex parameter as passed: "pair" two elements, "vector"
+# one <2 x el>, "byval" a pointer to {el, el} in memory; a complex result's type)
+_PRECISIONS = {
+    "d": (_D, "pair", T.StructType([_D, _D])),
+    "s": (T.float, "vector", T.VectorType(T.float, 2)),
+    "x": (T.x86_fp80, "byval", _FP80),
 }
+
+
+def _names():
+    """Every redirected name -> (base name, precision)."""
+    out = {}
+    for base in _FUNCTIONS:
+        if base.startswith("__"):      # __muldc3 -> __mulsc3, __mulxc3
+            for p in _PRECISIONS:
+                out[base.replace("dc3", f"{p}c3")] = (base, p)
+        else:                          # cexp -> cexpf, cexpl
+            out.update({base: (base, "d"), base + "f": (base, "s"), base + "l": (base, "x")})
+    return out
+
+
+_NAMES = _names()
 
 
 def _signature(name):
-    """(parameter types, result type, body) of a redirected function."""
-    if name in _OTHER_PRECISIONS:
-        base, el, rt = _OTHER_PRECISIONS[name]
-        nparams, _, body = _FUNCTIONS[base]
-        return [el] * nparams, rt, body
-    nparams, complex_result, body = _FUNCTIONS[name]
-    return [_D] * nparams, _PAIR if complex_result else _D, body
+    """(parameter types, parameter attributes, result type) of a redirected function."""
+    base, prec = _NAMES[name]
+    el, passing, ctype = _PRECISIONS[prec]
+    kinds, complex_result, _ = _FUNCTIONS[base]
+    params, attrs = [], []
+    for k in kinds:
+        if k == "x" or passing == "pair":
+            n = 1 if k == "x" else 2
+            params += [el] * n
+            attrs += [""] * n
+        elif passing == "vector":
+            params.append(ctype)
+            attrs.append("")
+        else:
+            params.append(T.ptr)
+            attrs.append(f"byval({ctype}) align 16")
+    return params, attrs, ctype if complex_result else el
 
 
 def _reference(module, name):
     from .emit import Emitter
     from ..ir.values import ConstantInt, Undef
-    params, rt, body = _signature(name)
+    base, prec = _NAMES[name]
+    el, passing, ctype = _PRECISIONS[prec]
+    params, attrs, rt = _signature(name)
     rname = f"_enzymepy_{name.lstrip('_')}"
     fn = module.get_function(rname)
     if fn is not None:
         return fn
     fn = module.add_function(rname, T.FunctionType(rt, params), linkage="internal",
-                             fn_attrs="nounwind", unique=False)
+                             arg_attrs=attrs, fn_attrs="nounwind", unique=False)
     e = Emitter(module)
     e.position_at_end(fn.append_basic_block("entry"))
-    r = body(e, *fn.args)
+    parts = []      # the real and imaginary parts of the arguments, in order
+    for a in fn.args:
+        if a.type.is_vector:
+            parts += [e.extractelement(a, ConstantInt(T.i32, k)) for k in (0, 1)]
+        elif a.type.is_pointer:
+            pair = e.load(ctype, a, align=16)
+            parts += [e.extractvalue(pair, [k]) for k in (0, 1)]
+        else:
+            parts.append(a)
+    r = _FUNCTIONS[base][2](e, *parts)
     if rt.is_vector:    # {re, im} as the <2 x float> the ABI returns
-        parts = [e.extractvalue(r, [k]) for k in (0, 1)]
+        pieces = [e.extractvalue(r, [k]) for k in (0, 1)]
         r = Undef(rt)
-        for k, v in enumerate(parts):
+        for k, v in enumerate(pieces):
             r = e.insertelement(r, v, ConstantInt(T.i32, k))
     e.ret(r)
     return fn
@@ -159,9 +195,9 @@ def redirect_complex_calls(fn) -> None:
         if not isinstance(inst, Call):
             continue
         name = inst.callee_name or ""
-        if name not in _FUNCTIONS and name not in _OTHER_PRECISIONS:
+        if name not in _NAMES:
             continue
-        params, rt, _ = _signature(name)
+        params, _, rt = _signature(name)
         ft = inst.function_type
         if ft.varargs or list(ft.params) != params or ft.ret != rt:
             continue   # another ABI's spelling: left alone
