@@ -356,13 +356,13 @@ def _round(module, options, log) -> None:
     clone_of = {}
     rename = {}
     from .complex import redirect_complex_calls
-    from .masked import scalarize_masked
+    from .simd import lower_simd
     from .unwind import strip_invokes
     for cname, orig in names.items():
         cf = module.get_function(cname)
         strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
         redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
-        scalarize_masked(cf)         # AVX masked tails: see masked.py
+        lower_simd(cf)               # AVX masked tails, hadd: see simd.py
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)

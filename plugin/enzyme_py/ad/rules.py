@@ -186,6 +186,15 @@ LIBM = {
                                                  _plus1(e, x[0]), x[1], r, d)),
     "yn": (None, lambda e, x, r, d: _bessel_step(e, "yn", e.libm("yn", _minus1(e, x[0]), x[1]),
                                                  _plus1(e, x[0]), x[1], r, d)),
+    # x86 SIMD, lane by lane (analysis.effects.X86_MATH): max/min return the second
+    # operand unless the first is greater (less); rcp/rsqrt are approximations r of
+    # 1/x and 1/sqrt(x), differentiated as those functions at r
+    "x86_max": (lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), d, _c(e, 0.0, r)),
+                lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), _c(e, 0.0, r), d)),
+    "x86_min": (lambda e, x, r, d: e.select(e.fcmp("olt", x[0], x[1]), d, _c(e, 0.0, r)),
+                lambda e, x, r, d: e.select(e.fcmp("olt", x[0], x[1]), _c(e, 0.0, r), d)),
+    "x86_rcp": (lambda e, x, r, d: e.fneg(e.fmul(d, _sq(e, r))),),
+    "x86_rsqrt": (lambda e, x, r, d: e.fmul(d, e.fmul(_c(e, -0.5, r), e.fmul(r, _sq(e, r)))),),
     # piecewise constant: zero derivative
     "floor": (None,), "ceil": (None,), "round": (None,), "trunc": (None,),
     "rint": (None,), "nearbyint": (None,), "roundeven": (None,), "logb": (None,),

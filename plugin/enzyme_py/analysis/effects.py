@@ -106,11 +106,27 @@ _STRUCT_INTRINSICS = {"frexp", "modf", "sincos", "sincospi"}
 STRUCT_MATH_INTRINSICS = frozenset({"frexp", "modf", "sincos"})
 
 
+# x86 SIMD intrinsics that apply a function lane by lane: max/min (whose result is the
+# second operand on a tie or a NaN: ``x86_max``'s rule follows the operand returned) and
+# the approximate reciprocals (the rule's derivative is that of the approximation's
+# value r: -r^2, -r^3 / 2)
+X86_MATH = {
+    f"llvm.x86.{isa}.{op}.{s}{w}": base
+    for op, base in (("max", "x86_max"), ("min", "x86_min"))
+    for isa, s, w in (("sse", "ps", ""), ("sse2", "pd", ""), ("avx", "ps", ".256"),
+                      ("avx", "pd", ".256"))
+}
+X86_MATH.update({f"llvm.x86.{isa}.{op}.ps{w}": "x86_" + op
+                 for op in ("rcp", "rsqrt") for isa, w in (("sse", ""), ("avx", ".256"))})
+
+
 def libm_base(name: str):
     """The libm base name of a math function or LLVM math intrinsic (``sinf``,
-    ``llvm.sin.v2f64``, ``__sin_finite`` -> ``sin``; ``llvm.maxnum.f64`` -> ``fmax``),
-    else None."""
+    ``llvm.sin.v2f64``, ``__sin_finite`` -> ``sin``; ``llvm.maxnum.f64`` -> ``fmax``;
+    ``llvm.x86.avx.max.ps.256`` -> ``x86_max``), else None."""
     base = name
+    if base in X86_MATH:
+        return X86_MATH[base]
     if base.startswith("llvm."):
         base = base[5:].split(".")[0]
         if base in _STRUCT_INTRINSICS:

@@ -1,4 +1,6 @@
-"""Masked vector loads and stores (ad/masked.py): AVX's ``_mm256_maskload_ps``,
+"""x86 SIMD code (ad/simd.py, and the x86 entries of ad/rules.py's LIBM).
+
+Masked vector loads and stores: AVX's ``_mm256_maskload_ps``,
 ``_mm256_maskstore_ps``, ``_mm_maskload_pd``, ``_mm_maskload_ps`` and the generic
 ``llvm.masked.load``/``store`` that LLVM turns them into, in reverse and forward mode.
 
@@ -8,6 +10,13 @@ the tail of an array this way; real Enzyme 15 builds them at -O2).  Every array 
 every shadow ends where an inaccessible page begins, so touching a masked-off lane, in
 the primal or in the derivative code, faults.  The tail masks are known only at run
 time (branches per lane); ``head3``'s is constant (no branches).
+
+Lane-wise math and horizontal additions: ``_mm256_max_ps``/``min`` (a ReLU and a clamp),
+``_mm256_rcp_ps``/``rsqrt`` (approximations, differentiated as 1/x and 1/sqrt(x) at their
+value), ``_mm256_hadd_ps``/``_mm_hsub_ps``/``_mm256_hadd_pd``... Before: "the LLVM
+intrinsic 'llvm.x86.avx.max.ps.256' touches values that carry derivatives and has no
+derivative rule" (real Enzyme 15 refuses them too).  Reference: the same computation
+in double with exact reciprocals, lane by lane in plain C, by central differences.
 """
 
 from __future__ import annotations
@@ -128,10 +137,14 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
-def test_masked_loads_and_stores(tmp_path, opt):
+def _avx2():
     if "avx2" not in Path("/proc/cpuinfo").read_text():
         pytest.skip("the program uses AVX2 and FMA (this CPU has none)")
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_masked_loads_and_stores(tmp_path, opt):
+    _avx2()
     out = build_and_run(tmp_path, PROGRAM, opt, extra=["-mavx2", "-mfma"])
     assert out.returncode == 0, out.stdout + out.stderr
     rows = {}
@@ -151,3 +164,102 @@ def test_masked_loads_and_stores(tmp_path, opt):
         assert fwd == pytest.approx(want, rel=1e-12, abs=1e-14)
     for got, want in rows["h3"]:
         assert got == pytest.approx(want, rel=1e-6)
+
+
+LANEWISE = r"""#include <immintrin.h>
+#include <stdio.h>
+#include <math.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+float __enzyme_fwddiff(void *, ...);
+double __enzyme_fwddiffd(void *, ...) __asm__("__enzyme_fwddiff");
+/* a ReLU layer, a clamp and a horizontal sum, as SIMD inference code writes them */
+float relu_sum(const float *x, const float *w, int n) {
+  __m256 acc = _mm256_setzero_ps(), zero = _mm256_setzero_ps(), cap = _mm256_set1_ps(1.2f);
+  for (int i = 0; i < n; i += 8) {
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(w + i));
+    a = _mm256_min_ps(_mm256_max_ps(a, zero), cap);
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(a, _mm256_rcp_ps(_mm256_add_ps(_mm256_loadu_ps(w + i), cap))));
+  }
+  __m256 h = _mm256_hadd_ps(acc, acc);
+  h = _mm256_hadd_ps(h, _mm256_rsqrt_ps(_mm256_add_ps(acc, cap)));
+  __m128 lo = _mm256_castps256_ps128(h), hi = _mm256_extractf128_ps(h, 1);
+  __m128 s = _mm_hsub_ps(_mm_add_ps(lo, hi), lo);
+  float t[4];
+  _mm_storeu_ps(t, s);
+  return t[0] + 0.5f * t[1] + 0.25f * t[2] + t[3];
+}
+/* relu_sum in double, lane by lane, with the exact 1/x and 1/sqrt(x) */
+static void hadd4(const double *a, const double *b, double *r, int sub) {   /* 128-bit block */
+  double s = sub ? -1 : 1;
+  r[0] = a[0] + s * a[1]; r[1] = a[2] + s * a[3]; r[2] = b[0] + s * b[1]; r[3] = b[2] + s * b[3];
+}
+double relu_ref(const double *x, const double *w, int n) {
+  double acc[8] = {0}, h1[8], g[8], h2[8], u[4], s[4];
+  for (int i = 0; i < n; i += 8)
+    for (int k = 0; k < 8; k++) {
+      double a = fmin(fmax(x[i + k] * w[i + k], 0.0), 1.2);
+      acc[k] += a / (w[i + k] + 1.2);
+    }
+  for (int k = 0; k < 8; k++) g[k] = 1 / sqrt(acc[k] + 1.2);
+  hadd4(acc, acc, h1, 0); hadd4(acc + 4, acc + 4, h1 + 4, 0);
+  hadd4(h1, g, h2, 0); hadd4(h1 + 4, g + 4, h2 + 4, 0);
+  for (int k = 0; k < 4; k++) u[k] = h2[k] + h2[k + 4];
+  hadd4(u, h2, s, 1);
+  return s[0] + 0.5 * s[1] + 0.25 * s[2] + s[3];
+}
+double pd(const double *x) {
+  __m256d a = _mm256_loadu_pd(x), b = _mm256_loadu_pd(x + 4);
+  __m256d m = _mm256_max_pd(_mm256_mul_pd(a, b), _mm256_min_pd(a, b));
+  __m256d h = _mm256_hadd_pd(m, _mm256_hsub_pd(a, m));
+  __m128d q = _mm_hadd_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+  double t[2];
+  _mm_storeu_pd(t, _mm_max_pd(q, _mm_set1_pd(-100.0)));
+  return t[0] * 1.5 + t[1] * t[1];
+}
+int main(void) {
+  enum { N = 16 };
+  float x[N], w[N], dx[N] = {0}, dw[N] = {0};
+  for (int i = 0; i < N; i++) { x[i] = 0.37f * (i % 7) - 0.9f; w[i] = 0.8f + 0.13f * (i % 5); }
+  __enzyme_autodiff((void *)relu_sum, enzyme_dup, x, dx, enzyme_dup, w, dw, enzyme_const, N);
+  for (int i = 0; i < N; i++) {
+    float tx[N] = {0};
+    double xd[N], wd[N], h = 1e-6;
+    for (int k = 0; k < N; k++) { xd[k] = x[k]; wd[k] = w[k]; }
+    xd[i] += h; double fp = relu_ref(xd, wd, N); xd[i] -= 2 * h; double fm = relu_ref(xd, wd, N);
+    tx[i] = 1;
+    float fw = __enzyme_fwddiff((void *)relu_sum, enzyme_dup, x, tx, enzyme_const, w, enzyme_const, N);
+    printf("x %d %.7g %.7g %.9g\n", i, dx[i], fw, (fp - fm) / (2 * h));
+  }
+  double y[8] = {0.3, -0.7, 1.1, 0.2, -0.5, 0.9, 1.4, -1.2}, dy[8] = {0};
+  __enzyme_autodiff((void *)pd, enzyme_dup, y, dy);
+  for (int i = 0; i < 8; i++) {
+    double h = 1e-6, s = y[i], ty[8] = {0};
+    y[i] = s + h; double fp = pd(y); y[i] = s - h; double fm = pd(y); y[i] = s;
+    ty[i] = 1;
+    printf("y %d %.15g %.15g %.15g\n", i, dy[i], __enzyme_fwddiffd((void *)pd, enzyme_dup, y, ty), (fp - fm) / (2 * h));
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_lanewise_math_and_horizontal_additions(tmp_path, opt):
+    _avx2()
+    out = build_and_run(tmp_path, LANEWISE, opt, extra=["-mavx2", "-mfma"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = {}
+    for line in out.stdout.splitlines():
+        kind, i, *vals = line.split()
+        rows.setdefault(kind, []).append([float(v) for v in vals])
+    assert len(rows["x"]) == 16 and len(rows["y"]) == 8
+    # float, rcp/rsqrt good to 12 bits: 2e-3 of the largest entry
+    scale = max(abs(fd) for _, _, fd in rows["x"])
+    assert scale > 0.1
+    for rev, fwd, fd in rows["x"]:
+        assert rev == pytest.approx(fd, abs=2e-3 * scale)
+        assert fwd == pytest.approx(rev, rel=1e-5, abs=1e-7)
+    assert sum(1 for rev, _, _ in rows["x"] if rev == 0) >= 4      # ReLU and clamp cut
+    for rev, fwd, fd in rows["y"]:
+        assert rev == pytest.approx(fd, rel=1e-7, abs=1e-7)
+        assert fwd == pytest.approx(rev, rel=1e-14)

@@ -1,22 +1,26 @@
-"""Masked vector loads and stores, lane by lane, before differentiation.
+"""Vector memory operations and x86 SIMD intrinsics, rewritten before differentiation.
 
-SIMD code handles the tail of an array with masked memory operations: AVX's
-``_mm256_maskload_ps``/``_mm256_maskstore_pd`` (``llvm.x86.avx.maskload.ps.256``, which
-LLVM's instcombine turns into the generic ``llvm.masked.load`` when it sees the mask is
-a vector of booleans or a constant) and the generic ``llvm.masked.load``/``store``
-themselves.  A masked lane is not touched at all: its memory may not exist.
+**Masked loads and stores.**  SIMD code handles the tail of an array with masked memory
+operations: AVX's ``_mm256_maskload_ps``/``_mm256_maskstore_pd``
+(``llvm.x86.avx.maskload.ps.256``, which LLVM's instcombine turns into the generic
+``llvm.masked.load`` when it sees the mask is a vector of booleans or a constant) and
+the generic ``llvm.masked.load``/``store`` themselves.  A masked lane is not touched at
+all: its memory may not exist.  Each such call becomes the scalar code it stands for —
+one ordinary load or store per lane, under its mask bit — which every analysis and both
+modes already understand (the shadow is read and written lane by lane under the same
+mask; the reverse sweep's adjoint of a lane goes back to that lane only).  A constant
+mask needs no branches: the enabled lanes are loaded or stored, the others take the
+pass-through value.  A mask known only at run time gets one conditional block per lane,
+as LLVM's own ``scalarize-masked-mem-intrin`` pass builds for targets without masked
+memory instructions.  ``llvm.masked.gather``/``scatter``/``expandload``/
+``compressstore`` are left as they are (a compile error where they touch derivatives).
 
-In the functions about to be differentiated, each such call becomes the scalar code it
-stands for — one ordinary load or store per lane, under its mask bit — which every
-analysis and both modes already understand (the shadow is read and written lane by lane
-under the same mask, the reverse sweep's adjoint of a lane goes back to that lane only).
-A constant mask needs no branches: the enabled lanes are loaded or stored, the others
-take the pass-through value.  A mask known only at run time gets one conditional block
-per lane, as LLVM's own ``scalarize-masked-mem-intrin`` pass builds for targets without
-masked memory instructions.  The final pipeline re-vectorises what it can.
+**Horizontal additions.**  ``_mm_hadd_ps``/``_mm256_hadd_pd``/``hsub``... (SSE3/AVX:
+``llvm.x86.sse3.hadd.ps``, ``llvm.x86.avx.hadd.pd.256``, ...) become the two
+``shufflevector``s and the ``fadd``/``fsub`` they compute, bit for bit.
 
-``llvm.masked.gather``/``scatter``/``expandload``/``compressstore`` are left as they are
-(a compile error where they touch derivatives).
+(``_mm256_max_ps``/``min`` and ``rcp``/``rsqrt`` keep their calls: they have derivative
+rules, see ``analysis.effects.libm_base`` and ``ad.rules.LIBM``.)
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ..ir.instructions import Call
 from ..ir.values import ConstantAggregate, ConstantInt, ConstantSplat, ZeroInit
 from .emit import zero
 
-__all__ = ["scalarize_masked"]
+__all__ = ["lower_simd"]
 
 # x86 intrinsic -> (is a load, vector type); the mask is the sign bit of each integer lane
 _X86 = {
@@ -175,10 +179,50 @@ def _lower(call):
     call.erase()
 
 
-def scalarize_masked(fn) -> int:
-    """Lower the masked loads and stores in ``fn`` (a private copy about to be
-    differentiated) to per-lane code; return how many were lowered."""
-    calls = [i for i in fn.instructions() if isinstance(i, Call) and _kind(i) is not None]
+# x86 horizontal addition -> (the element's size, fadd or fsub)
+_HORIZONTAL = {
+    f"llvm.x86.{isa}.h{op}.{s}{w}": (size, "f" + ("add" if op == "add" else "sub"))
+    for op in ("add", "sub")
+    for s, size in (("ps", 4), ("pd", 8))
+    for isa, w in (("sse3", ""), ("avx", ".256"))
+}
+
+
+def _lanes(idx):
+    return ConstantAggregate(T.VectorType(T.i32, len(idx)), [ConstantInt(T.i32, i) for i in idx])
+
+
+def _horizontal(call):
+    """``hadd(a, b)``: in each 128-bit block, the sums of a's neighbouring pairs, then
+    b's (``hsub``: the first minus the second)."""
+    size, op = _HORIZONTAL[call.callee_name]
+    a, b = call.args
+    n = a.type.count
+    block = 16 // size
+    first, second = [], []
+    for base in range(0, n, block):
+        for off in (0, n):             # a's lanes, then b's
+            for p in range(block // 2):
+                first.append(off + base + 2 * p)
+                second.append(off + base + 2 * p + 1)
+    bld = IRBuilder()
+    bld.debug_loc = call.get_metadata("dbg")
+    bld.position_before(call)
+    x = bld.shufflevector(a, b, _lanes(first))
+    y = bld.shufflevector(a, b, _lanes(second))
+    r = getattr(bld, op)(x, y)
+    call.replace_all_uses_with(r)
+    call.erase()
+
+
+def lower_simd(fn) -> int:
+    """Rewrite the masked loads and stores and the horizontal additions in ``fn`` (a
+    private copy about to be differentiated); return how many calls were rewritten."""
+    calls = [i for i in fn.instructions() if isinstance(i, Call)
+             and (_kind(i) is not None or i.callee_name in _HORIZONTAL)]
     for c in calls:
-        _lower(c)
+        if c.callee_name in _HORIZONTAL:
+            _horizontal(c)
+        else:
+            _lower(c)
     return len(calls)
