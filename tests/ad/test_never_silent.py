@@ -506,3 +506,61 @@ def test_floats_moved_through_integer_shifts_are_an_error(tmp_path, opt):
     assert "floating-point values moved through integer operations" in err, err
     assert "in function 'f'" in err
     run(tmp_path, BITS, opt)
+
+
+# Integer arithmetic on a double's bits -- `u += 3ull << 52` multiplies by 8 through the
+# exponent field -- gave a derivative of 0 at every level (round N; real Enzyme 15
+# refuses it): it is floats moved through integer operations like a shift.
+BIT_ADD = r"""
+#include <stdint.h>
+double f(double x) {
+    union { double d; uint64_t u; } b = { .d = x };
+    b.u += 3ULL << 52;
+    return b.d;
+}
+int main(void) { printf("%g\n", __enzyme_autodiff_d((void *)f, 2.7)); return 0; }
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_integer_arithmetic_on_float_bits_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, BIT_ADD, opt)
+    assert "floating-point values moved through integer operations" in err, err
+
+
+# The x86-64 ABI passes `union { double num; long i; }` by value as an i64 and
+# `struct { float v; int idx; }` as one i64: across a call the derivative was lost (0 at
+# every level; round N).  The union's double gets its type back at the call boundary
+# (ad/abi.py: real Enzyme 15 is right there too at -O0..-O2); a float packed with an int
+# into one integer is a compile error (Enzyme 15 refuses it too).
+ABI_UNION = r"""
+typedef union { double num; long i; } num;
+__attribute__((noinline)) static num mk(double d) { num v; v.num = d; return v; }
+__attribute__((noinline)) static double sq(num v) { return v.num * v.num; }
+double f(double x) { return mk(x).num * 2.0 + sq(mk(x)) * x; }   /* 2x + x^3 */
+int main(void) {
+    double x = 1.5;
+    check("reverse", __enzyme_autodiff_d((void *)f, x), 2.0 + 3 * x * x);
+    check("forward", __enzyme_fwddiff_d((void *)f, x, 1.0), 2.0 + 3 * x * x);
+    return fails;
+}
+"""
+
+ABI_PACKED = r"""
+typedef struct { float v; int idx; } fpair;
+__attribute__((noinline)) static fpair mk(double x) { fpair p = { (float)x, 1 }; return p; }
+double f(double x) { fpair p = mk(x); return (double)p.v * 3.0 * p.idx; }
+int main(void) { printf("%g\n", __enzyme_autodiff_d((void *)f, 1.5)); return 0; }
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_union_of_a_double_passed_as_an_integer(tmp_path, opt):
+    run(tmp_path, ABI_UNION, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_float_packed_with_an_int_into_an_integer_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, ABI_PACKED, opt)
+    assert "the call returns floating-point values that carry derivatives as an integer " \
+           "('i64'" in err, err

@@ -355,9 +355,12 @@ def _round(module, options, log) -> None:
         sites = [parse_site(c, mode) for c, mode in found]
     clone_of = {}
     rename = {}
+    from .abi import retype_float_abi
     from .complex import redirect_complex_calls
     from .simd import lower_simd
     from .unwind import strip_invokes
+    # unions of a double passed as an i64: see abi.py
+    retype_float_abi([module.get_function(c) for c in names])
     for cname, orig in names.items():
         cf = module.get_function(cname)
         strip_invokes(cf)   # derivative code does not unwind (see unwind.py)

@@ -131,13 +131,15 @@ def check(inst, act, where):
     """Raise the compile error for ``inst`` if its kind has no rule where it is used
     (``where``: the location text, or a function returning it)."""
     status, reason = _status(inst)
+    if isinstance(inst, (I.Call, I.Ret)):
+        _check_float_bits_crossing(inst, act, where)
     if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
         return
     if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act):
         raise NoDerivativeError(
-            "floating-point values moved through integer operations (shifted, truncated or "
-            "masked as an integer, then turned back into floats): their derivatives cannot "
-            "follow", location=where() if callable(where) else where,
+            "floating-point values moved through integer operations (shifted, truncated, "
+            "masked or added to as an integer, then turned back into floats): their "
+            "derivatives cannot follow", location=where() if callable(where) else where,
             hint="move the values as floats (memcpy into a float variable, array indexing); "
                  "LLVM's -O3 vector code extracts lanes this way: -O2 does not")
     if callable(where):
@@ -228,31 +230,40 @@ def _integer_memory(inst) -> bool:
         == {"int"}
 
 
-_BIT_MOVES = ("lshr", "shl", "ashr", "and", "or", "xor")
-
-
 def _float_bits_rearranged(inst, act, limit=32) -> bool:
     """Whether the cast ``inst`` makes floats out of integers computed, through integer
-    shifts, masks, truncations or lane extractions, from floating-point values that
-    carry derivatives -- a float reinterpreted as an integer (a bitcast of an active
-    value, or an integer load of memory with a shadow that holds floats), then
-    rearranged: ``memcpy(&u64, x, 8); y = (float)bits(u64 >> 32)``, or LLVM's
-    ``bitcast <8 x float> to i256; lshr; trunc; bitcast to <4 x float>``.  A plain
-    round trip (bitcast there and back, an integer copy) keeps its derivative."""
+    arithmetic (shifts, masks, additions: ``u += 3ull << 52`` multiplies a double by 8),
+    truncations or lane extractions, from floating-point values that carry derivatives
+    -- a float reinterpreted as an integer (a bitcast of an active value, or an integer
+    load of memory with a shadow that holds floats), then rearranged: ``memcpy(&u64, x,
+    8); y = (float)bits(u64 >> 32)``, or LLVM's ``bitcast <8 x float> to i256; lshr;
+    trunc; bitcast to <4 x float>``.  A plain round trip (bitcast there and back, an
+    integer copy) keeps its derivative."""
     from ..analysis.activity import floatish
-    from ..analysis.types import memory_kinds
     if not (floatish(inst.type) and inst.operand(0).type.is_int
             or inst.type.is_vector and floatish(inst.type)
             and inst.operand(0).type.is_vector and inst.operand(0).type.element.is_int):
         return False
-    work, seen, moved = [(inst.operand(0), False)], set(), False
+    return _float_bits(inst.operand(0), act, moved_only=True, limit=limit)
+
+
+def _float_bits(value, act, moved_only=False, limit=32) -> bool:
+    """Whether the integer ``value`` holds bits of floating-point values that carry
+    derivatives (a bitcast of an active float, an integer load of memory with a shadow
+    that may hold floats), followed through phis and selects; with ``moved_only``, only
+    bits that integer arithmetic, truncation or lane extraction has rearranged (and
+    memory with no other access counts as holding floats), else also bits copied
+    unchanged (and the memory must be seen to hold floats)."""
+    from ..analysis.activity import floatish
+    from ..analysis.types import memory_kinds
+    work, seen, moved = [(value, not moved_only)], set(), False
     while work and limit:
         limit -= 1
         v, through = work.pop()
         if (v, through) in seen:
             continue
         seen.add((v, through))
-        if isinstance(v, I.BinaryOp) and v.opcode in _BIT_MOVES:
+        if isinstance(v, I.BinaryOp) and v.opcode not in I.FP_BINARY_OPS:
             work.extend((o, True) for o in v.operands if not o.is_constant)
         elif isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
             work.append((v.operand(0), True))
@@ -273,9 +284,81 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
             # memory with a shadow read as an integer: its floats, unless its other
             # accesses show only integers (nothing else seen: it may hold floats)
             kinds = memory_kinds([v.operand(0)], exclude=v)
-            if not kinds or kinds & {"double", "float", "float-other"}:
+            if not kinds and moved_only or kinds & {"double", "float", "float-other"}:
                 moved = True
     return moved
+
+
+def _check_float_bits_crossing(inst, act, where) -> None:
+    """A call passing, or a return giving, an integer that holds the bits of active
+    floating-point values (the x86-64 ABI passes ``union { double d; long i; }`` and
+    ``struct { float v; int idx; }`` by value as an ``i64``): the derivative does not
+    cross a call as an integer, so it is a compile error rather than a lost one.  A
+    returned integer counts where the caller turns it into floats and the call has
+    arguments that carry derivatives."""
+    crossing = []     # (what, the integer's type)
+    if isinstance(inst, I.Ret):
+        vals = inst.operands
+        crossing += [("the function returns", v.type) for v in vals if _int_bits(v, act)]
+    else:
+        callee = inst.called_function
+        if callee is not None and (callee.is_declaration or callee.name.startswith("llvm.")):
+            return      # libc/intrinsics: their own rules say what they do
+        crossing += [("the call passes", v.type) for v in inst.args if _int_bits(v, act)]
+        if _int_result_becomes_float(inst) and any(
+                a in act.active or a in act.shadowed for a in inst.args):
+            crossing.append(("the call returns", inst.type))
+    if crossing:
+        what, ty = crossing[0]
+        raise NoDerivativeError(
+            f"{what} floating-point values that carry derivatives as an integer ('{ty}': a "
+            "union or small struct holding a float, passed by value as the ABI does): "
+            "their derivatives cannot follow",
+            location=where() if callable(where) else where,
+            hint="pass the floating-point value itself, or a pointer to the union or struct")
+
+
+def _int_bits(v, act) -> bool:
+    ty = v.type
+    return ty.is_int and ty.width >= 16 and not v.is_constant and _float_bits(v, act)
+
+
+def _int_result_becomes_float(call, limit=16) -> bool:
+    """Whether the integer result of ``call`` is turned into floating-point values by
+    the caller: bitcast to a float type, or stored into memory seen to hold floats
+    (through phis and selects)."""
+    from ..analysis.activity import floatish
+    from ..analysis.types import memory_kinds, pointee_kinds
+    ty = call.type
+    parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
+    if not any(t.is_int and t.width >= 16 for t in parts):
+        return False
+    work, seen = [call], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, I.Cast) and user.opcode == "bitcast" and floatish(user.type):
+                return True
+            if isinstance(user, (I.Phi, I.Select, I.Freeze, I.ExtractValue)) \
+                    or isinstance(user, I.BinaryOp) \
+                    and user.opcode not in I.FP_BINARY_OPS \
+                    or isinstance(user, I.Cast) and user.opcode in ("trunc", "zext", "sext"):
+                work.append(user)
+            elif isinstance(user, I.Store) and user.operand(0) is v:
+                dst, floats = user.operand(1), {"double", "float", "float-other"}
+                if memory_kinds([dst], exclude=user) & floats:
+                    return True
+                # a temporary copied on (clang's -O0 code for a returned struct): what
+                # the byte-offset analysis finds in those bytes
+                size = call.module.datalayout.store_size(v.type)
+                if pointee_kinds(call.module, [dst], size, exclude=user) & floats:
+                    return True
+    return False
 
 
 def _int_cast_involved(inst, act, limit=32) -> bool:
