@@ -26,6 +26,24 @@ from .rules import (ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_r
 from .reverse_common import (_effect_kind, _is_const, _mem_intrinsic)
 
 
+def select_arms_only(blocks) -> set:
+    """The instructions of ``blocks`` whose value is used only as a chosen operand of
+    selects (not their condition), directly or through other such instructions: values
+    a select may discard (the largest such set)."""
+    insts = [i for b in blocks for i in b.instructions if i.uses]
+    spec = set(insts)
+    changed = True
+    while changed:
+        changed = False
+        for i in insts:
+            if i in spec and not all(
+                    isinstance(u.user, Select) and u.index in (1, 2) or u.user in spec
+                    or u.user.is_debug_use for u in i.uses):
+                spec.discard(i)
+                changed = True
+    return spec
+
+
 class AdjointSweep:
     """Fills ``gen.rev`` (``gen``: the ``ReverseGen`` value context, whose
     ``_open_reverse`` made its blocks): the adjoint visitor and control-flow replay."""
@@ -41,6 +59,7 @@ class AdjointSweep:
         write back what undone stores had left."""
         gen, e = self.gen, self.e
         self.dphi = {}
+        self.speculated = select_arms_only(self.cfg.rpo)
         self.replays = {}       # undone store -> (slot, address slot, type)
         for b in reversed(self.cfg.rpo):
             e.position_at_end(gen.rbody[b])
@@ -158,6 +177,15 @@ class AdjointSweep:
         """A GEP (or a pointer cast): no adjoint; its shadow is made where a shadow is
         needed (``ReverseGen.shadow``)."""
 
+    def _strong_zero(self, inst):
+        """Whether a zero adjoint of ``inst`` contributes exactly zero (``rules.contribution``):
+        with ``-fenzyme-strong-zero``, and always for a value computed only for a select
+        that may discard it -- LLVM flattens ``c ? 0 : a*b / (a+b)`` into a select that
+        computes the division whatever ``c`` is, and where the select discards it (a = b
+        = 0, a flux limiter at a flat state) its adjoint is 0, which the division's rule
+        would turn into 0/0 = NaN."""
+        return self.ctx.strong_zero or inst in self.speculated
+
     # the value instructions: the adjoint ``d`` of an active result goes to the operands
     def _active(self, inst):
         """The adjoint of ``inst``'s result, taken from its slot; None when inactive."""
@@ -179,7 +207,7 @@ class AdjointSweep:
         r = Lazy(lambda: gen.primal(inst, b), inst.type)
         for k, op in enumerate(inst.operands):
             if op in self.act.active:
-                gen._add(op, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
+                gen._add(op, contribution(rule[k], e, x, r, d, self._strong_zero(inst)))
 
     def _visit_cast(self, inst, b):
         d = self._active(inst)
@@ -424,7 +452,7 @@ class AdjointSweep:
                     return
         for k, a in enumerate(args):
             if a in act.active and k < len(rule) and rule[k] is not None:
-                gen._add(a, contribution(rule[k], e, x, r, d, self.ctx.strong_zero))
+                gen._add(a, contribution(rule[k], e, x, r, d, self._strong_zero(inst)))
 
     def _rev_terminator(self, b):
         gen = self.gen
