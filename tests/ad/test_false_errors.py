@@ -297,6 +297,50 @@ def test_global_scratch_and_arena_get_shadow_globals(tmp_path, opt):
     run(tmp_path, GLOBALS, opt)
 
 
+# Static work buffers reached through pointers (round M): a function-local static
+# array filled by a helper through its parameter (not inlined at -O0), and two static
+# buffers swapped as ping-pong pointers every time step -- "an active value is stored
+# into memory that has no shadow" / "a pointer without a shadow ... is mixed" before,
+# though -O1+ (inlined helper) and local buffers built (real Enzyme 15: zero gradient
+# at -O0, wrong numbers or an assertion on the ping-pong).
+STATIC_BUFFERS = r"""
+static __attribute__((noinline)) void fill(double *w, const double *x, int n) {
+    for (int i = 0; i < n; i++) w[i] = x[i] * x[i];
+}
+static __attribute__((noinline)) void square(double *out, const double *in, int n) {
+    for (int i = 0; i < n; i++) out[i] = in[i] * in[i];
+}
+static double bufA[4], bufB[4];
+double f(const double *x) {
+    static double w[4];
+    fill(w, x, 4);                              /* w = x^2 */
+    double *u = bufA, *un = bufB;
+    for (int i = 0; i < 4; i++) u[i] = w[i];
+    for (int s = 0; s < 2; s++) {               /* u = w^4 = x^8 */
+        square(un, u, 4);
+        double *t = u; u = un; un = t;
+    }
+    return u[0] + u[1] + u[2] + u[3];
+}
+int main(void) {
+    double x[4] = {1, 1.2, 0.5, -1}, dx[4] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    for (int i = 0; i < 4; i++) check("rev", dx[i], 8 * pow(x[i], 7));
+    for (int i = 0; i < 4; i++) {
+        double v[4] = {0};
+        v[i] = 1;
+        check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v), 8 * pow(x[i], 7));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_static_buffers_reached_through_pointers(tmp_path, opt):
+    run(tmp_path, STATIC_BUFFERS, opt)
+
+
 RECORDS = r"""
 typedef struct { double x, v; int alive; int kind; } Particle;
 typedef struct { double val; int n; } Acc;
@@ -784,3 +828,4 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_copy_between_buffers_kept_in_structs(tmp_path, opt):
     run(tmp_path, KEPT_POINTER, opt)
+

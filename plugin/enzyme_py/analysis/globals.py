@@ -22,7 +22,7 @@ shadow is shared by all threads.
 
 from __future__ import annotations
 
-from ..ir.instructions import AtomicRMW, Call, Ret, Store
+from ..ir.instructions import AtomicRMW, Call, Phi, Ret, Select, Store
 from ..ir.module import GlobalVariable
 from ..ir.values import ConstantExpr
 from .activity import floatish, has_pointer, underlying_object
@@ -60,22 +60,79 @@ def _eligible(g, inactive) -> bool:
 
 def scratch_globals(functions, inactive=()) -> list:
     """The globals the ``functions`` store floating-point values into (in first-seen
-    order), which get shadow globals."""
+    order), which get shadow globals -- by name, or through a pointer parameter of one
+    of the functions that some call among them passes the global for (``static double
+    w[4]; fill(w, x);`` with ``fill`` not inlined)."""
+    passed = _globals_passed(functions)
     out: dict = {}
     for fn in functions:
         for inst in fn.instructions():
-            g = None
+            gs = ()
             if isinstance(inst, Store) and floatish(inst.operand(0).type):
-                g = global_base(inst.operand(1), 2)
+                gs = _bases(inst.operand(1), passed)
             elif isinstance(inst, AtomicRMW) and floatish(inst.operand(1).type):
-                g = global_base(inst.operand(0), 2)
+                gs = _bases(inst.operand(0), passed)
             elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
-                d = global_base(inst.args[0], 2)
-                if d is not None and floatish(d.value_type):
-                    g = d
-            if g is not None and _eligible(g, inactive):
-                out[g] = True
+                gs = [d for d in _bases(inst.args[0], passed) if floatish(d.value_type)]
+            for g in gs:
+                if _eligible(g, inactive):
+                    out[g] = True
     return list(out)
+
+
+def _bases(ptr, passed, limit=64):
+    """The globals ``ptr`` may point into: its own, those of the pointers a phi or select
+    chooses between (ping-pong buffers swapped each time step), and those passed for the
+    parameter it is based on."""
+    out, work, seen = [], [ptr], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        g = global_base(v, 2)
+        if g is not None:
+            out.append(g)
+            continue
+        base = underlying_object(v)
+        if getattr(base, "is_argument", False):
+            out.extend(passed.get(base, ()))
+        elif isinstance(base, Phi):
+            work.extend(x for x, _ in base.incoming)
+        elif isinstance(base, Select):
+            work.extend(base.operands[1:])
+    return out
+
+
+def _globals_passed(functions) -> dict:
+    """Parameter -> the globals that direct calls among ``functions`` pass for it
+    (through the callers' own parameters, to a fixed point)."""
+    fns = set(functions)
+    edges = []       # (parameter, global or the caller's parameter passed for it)
+    for fn in functions:
+        for inst in fn.instructions():
+            callee = inst.called_function if isinstance(inst, Call) else None
+            if callee is None or callee not in fns:
+                continue
+            for arg, a in zip(callee.args, inst.args):
+                if not a.type.is_pointer:
+                    continue
+                edges += [(arg, g) for g in _bases(a, {})]
+                base = underlying_object(a)
+                if getattr(base, "is_argument", False):
+                    edges.append((arg, base))
+    passed: dict = {}
+    changed = True
+    while changed:
+        changed = False
+        for param, src in edges:
+            new = {src} if isinstance(src, GlobalVariable) else passed.get(src, set())
+            have = passed.setdefault(param, set())
+            if not new <= have:
+                have |= new
+                changed = True
+    return passed
 
 
 def shadow_constant(v, shadows: dict):
