@@ -829,3 +829,60 @@ int main(void) {
 def test_copy_between_buffers_kept_in_structs(tmp_path, opt):
     run(tmp_path, KEPT_POINTER, opt)
 
+
+# A recursive-descent expression parser (round N): numbers read with strtod, whose end
+# pointer the parser follows, and variables looked up by name.  Forward mode at -O0
+# segfaulted: the shadow of `end` was zeroed after strtod, and the copy of the name's
+# characters read through it (real Enzyme 15: "No forward mode derivative found for
+# strtod").  The shadow slot now gets the same pointer: text is its own shadow.
+PARSER = r"""
+#include <ctype.h>
+typedef struct { const char *p; const double *vars; int err; } parser;
+static double expr(parser *ps);
+static void skip(parser *ps) { while (isspace((unsigned char)*ps->p)) ps->p++; }
+static double primary(parser *ps) {
+  skip(ps);
+  if (*ps->p == '(') { ps->p++; double v = expr(ps); skip(ps); if (*ps->p == ')') ps->p++; else ps->err = 1; return v; }
+  if (*ps->p == '-') { ps->p++; return -primary(ps); }
+  if (isdigit((unsigned char)*ps->p) || *ps->p == '.') { char *end; double v = strtod(ps->p, &end); ps->p = end; return v; }
+  if (isalpha((unsigned char)*ps->p)) {
+    char name[16]; int k = 0;
+    while (isalnum((unsigned char)*ps->p) && k < 15) name[k++] = *ps->p++;
+    name[k] = 0;
+    static const struct { const char *nm; double (*fn)(double); } funcs[] = { {"sin", sin}, {"cos", cos}, {"exp", exp}, {"log", log}, {"sqrt", sqrt} };
+    for (unsigned i = 0; i < sizeof funcs / sizeof *funcs; i++)
+      if (strcmp(name, funcs[i].nm) == 0) { skip(ps); ps->p++; double a = expr(ps); skip(ps); ps->p++; return funcs[i].fn(a); }
+    if (k == 1 && name[0] >= 'x' && name[0] <= 'z') return ps->vars[name[0] - 'x'];
+    ps->err = 2; return 0;
+  }
+  ps->err = 3; return 0;
+}
+static double power(parser *ps) { double b = primary(ps); skip(ps); if (*ps->p == '^') { ps->p++; double e = power(ps); return pow(b, e); } return b; }
+static double term(parser *ps) {
+  double v = power(ps);
+  for (;;) { skip(ps); char c = *ps->p; if (c != '*' && c != '/') return v; ps->p++; double r = power(ps); v = c == '*' ? v * r : v / r; }
+}
+static double expr(parser *ps) {
+  double v = term(ps);
+  for (;;) { skip(ps); char c = *ps->p; if (c != '+' && c != '-') return v; ps->p++; double r = term(ps); v = c == '+' ? v + r : v - r; }
+}
+double eval(const char *src, const double *vars) { parser ps = { src, vars, 0 }; double v = expr(&ps); return ps.err ? NAN : v; }
+int main(void) {
+    const char *src = "x*sin(y) + x^3/(1 + y*y) - exp(-z*z/2)*sqrt(x+2.5) + log(1.5+cos(x*y))*z^2";
+    double v[3] = {0.7, -1.3, 0.4}, dv[3] = {0}, h = 1e-6;
+    __enzyme_autodiff((void *)eval, enzyme_const, src, enzyme_dup, v, dv);
+    for (int i = 0; i < 3; i++) {
+        double a[3] = {v[0], v[1], v[2]}, b[3] = {v[0], v[1], v[2]}, t[3] = {0};
+        a[i] += h; b[i] -= h; t[i] = 1;
+        double fd = (eval(src, a) - eval(src, b)) / (2 * h);
+        check("reverse", dv[i], fd);
+        check("forward", __enzyme_fwddiff_d((void *)eval, enzyme_const, src, enzyme_dup, v, t), fd);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_expression_parser_following_strtod(tmp_path, opt):
+    run(tmp_path, PARSER, opt)

@@ -21,7 +21,7 @@ from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
-from .libc import shadowed_writes, written
+from .libc import fill_shadow, shadowed_writes, written
 from .rules import libm_rule, reduction_rule, struct_math_rule
 from .reverse_common import (_dead_pointer_web, _mem_intrinsic)
 
@@ -463,6 +463,10 @@ class AugmentedForward:
                 self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
                 gen.write_sizes[inst] = [(k, written(self.e, k, size, A.args, A))
                                          for k, size in ws]
+                for (k, size), (_, n) in zip(ws, gen.write_sizes[inst]):
+                    if size[0] == "textptr":    # the shadow slot: the same pointer
+                        fill_shadow(self.e, k, size, gen._sh_aug(args[k], inst),
+                                    A.args[k], n)
             if inst not in act.active:
                 return
         if not involved:

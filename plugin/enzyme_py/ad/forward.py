@@ -39,7 +39,7 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, made_of_ow
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
-from .libc import shadowed_writes, written
+from .libc import fill_shadow, shadowed_writes, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
 
 __all__ = ["ForwardContext", "ForwardGen"]
@@ -519,7 +519,10 @@ class ForwardGen:
                                            self.ctx.err_loc(inst)):
                 n = written(e, k, size, A.args, A)
                 for s in self.S(args[k], inst):
-                    self._memset0(s, n)
+                    if size[0] == "textptr":
+                        fill_shadow(e, k, size, s, A.args[k], n)
+                    else:
+                        self._memset0(s, n)
         if ekind == "free":
             if args and args[0] in act.shadowed:
                 free = e.declare("free", T.void, [T.ptr])

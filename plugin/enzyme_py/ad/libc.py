@@ -17,7 +17,8 @@ from ..ir import types as T
 from ..ir.values import ConstantInt, ConstantNull
 from .errors import ADError
 
-__all__ = ["shadowed_writes", "written", "memset0", "copy_adjoint", "strip_type_hints"]
+__all__ = ["shadowed_writes", "written", "fill_shadow", "memset0", "copy_adjoint",
+           "strip_type_hints"]
 
 
 def shadowed_writes(inst, has_shadow, where):
@@ -59,7 +60,7 @@ def written(e, k, size, args, result):
         return e.binop("mul", _i64(e, args[size[1]]), _i64(e, args[size[2]]))
     if kind == "ret_mul":
         return e.binop("mul", _i64(e, result), _i64(e, args[size[1]]))
-    if kind == "const":
+    if kind in ("const", "textptr"):
         if k is None:
             return ConstantInt(T.i64, size[1])
         return e.select(e.icmp("eq", args[k], ConstantNull(T.ptr)), zero,
@@ -74,6 +75,18 @@ def written(e, k, size, args, result):
             return e.select(e.icmp("eq", _i64(e, args[guard]), zero), zero, n)
         return n
     raise ValueError(size)
+
+
+def fill_shadow(e, k, size, shadow, primal_arg, n):
+    """After a ``writes`` call: the shadow bytes of argument ``k`` that the call wrote
+    (``n`` of them) -- zero (no derivative), or, for a pointer into text the call stored
+    (``strtod``'s end pointer: ``"textptr"``), the same pointer: text is its own shadow,
+    so code that follows the pointer reads the same characters through the shadow."""
+    if size[0] == "textptr":
+        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+        e.call(memcpy, [shadow, primal_arg, _i64(e, n), ConstantInt(T.i1, 0)])
+    else:
+        memset0(e, shadow, n)
 
 
 def memset0(e, p, n):

@@ -207,9 +207,11 @@ _TABLE.update(_writes("formats text into the buffer", ["sprintf", "vsprintf"],
 _TABLE.update(_writes("formats text into the buffer (at most n bytes)",
                       ["snprintf", "vsnprintf"], (0, ("cstr", 1))))
 _TABLE.update(_writes("reads a line of text into the buffer", ["fgets"], (0, ("cstr", "ret"))))
+# ("textptr", 8): the bytes are a pointer into the text, which has no derivative and is
+# its own shadow (like a std::string's characters): the shadow slot gets the same pointer
 _TABLE.update(_writes("parses a number; stores the end of the text through the second "
                       "argument", ["strtod", "strtof", "strtold", "strtol", "strtoll",
-                                   "strtoul", "strtoull"], (1, ("const", 8))))
+                                   "strtoul", "strtoull"], (1, ("textptr", 8))))
 _TABLE.update(_writes("stores the time through its argument", ["time"], (0, ("const", 8))))
 _TABLE.update(_writes("stores the time through its second argument", ["clock_gettime"],
                       (1, ("const", 16))))
