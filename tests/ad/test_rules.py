@@ -107,8 +107,10 @@ MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn"}
 
 
 def test_every_libm_entry_has_a_case():
-    assert set(LIBM) - {"powi", "fma", "roundeven", "rint", "nearbyint", "exp10"} - MIXED <= \
-        set(UNARY_CASES) | set(BINARY_CASES)
+    # (the x86 intrinsics' entries have no C function to call: test_simd.py)
+    x86 = {b for b in LIBM if b.startswith("x86_")}
+    assert set(LIBM) - {"powi", "fma", "roundeven", "rint", "nearbyint", "exp10"} - MIXED \
+        - x86 <= set(UNARY_CASES) | set(BINARY_CASES)
 
 
 MIXED_PROGRAM = r"""

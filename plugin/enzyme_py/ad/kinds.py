@@ -290,24 +290,23 @@ def _float_bits(value, act, moved_only=False, limit=32) -> bool:
 
 
 def _check_float_bits_crossing(inst, act, where) -> None:
-    """A call passing, or a return giving, an integer that holds the bits of active
-    floating-point values (the x86-64 ABI passes ``union { double d; long i; }`` and
-    ``struct { float v; int idx; }`` by value as an ``i64``): the derivative does not
-    cross a call as an integer, so it is a compile error rather than a lost one.  A
-    returned integer counts where the caller turns it into floats and the call has
-    arguments that carry derivatives."""
-    crossing = []     # (what, the integer's type)
-    if isinstance(inst, I.Ret):
-        vals = inst.operands
-        crossing += [("the function returns", v.type) for v in vals if _int_bits(v, act)]
-    else:
-        callee = inst.called_function
-        if callee is not None and (callee.is_declaration or callee.name.startswith("llvm.")):
-            return      # libc/intrinsics: their own rules say what they do
-        crossing += [("the call passes", v.type) for v in inst.args if _int_bits(v, act)]
-        if _int_result_becomes_float(inst) and any(
-                a in act.active or a in act.shadowed for a in inst.args):
-            crossing.append(("the call returns", inst.type))
+    """A call passing or returning an integer that holds the bits of active
+    floating-point values, which the other side turns back into floats (the x86-64 ABI
+    passes ``union { double d; long i; }`` and ``struct { float v; int idx; }`` by value
+    as an ``i64``): the derivative does not cross a call as an integer, so it is a
+    compile error rather than a lost one.  Bits the other side keeps as an integer (a
+    hash of a double key) carry no derivative and are no error.  (``ad/abi.py`` gives a
+    whole float passed this way its type back before differentiation.)"""
+    if not isinstance(inst, I.Call):
+        return
+    callee = inst.called_function
+    if callee is None or callee.is_declaration or callee.name.startswith("llvm."):
+        return      # libc/intrinsics: their own rules say what they do
+    crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
+                if _int_bits(a, act) and _becomes_float(param)]
+    if _becomes_float(inst) and any(a in act.active or a in act.shadowed
+                                    for a in inst.args):
+        crossing.append(("the call returns", inst.type))
     if crossing:
         what, ty = crossing[0]
         raise NoDerivativeError(
@@ -323,17 +322,18 @@ def _int_bits(v, act) -> bool:
     return ty.is_int and ty.width >= 16 and not v.is_constant and _float_bits(v, act)
 
 
-def _int_result_becomes_float(call, limit=16) -> bool:
-    """Whether the integer result of ``call`` is turned into floating-point values by
-    the caller: bitcast to a float type, or stored into memory seen to hold floats
-    (through phis and selects)."""
+def _becomes_float(value, limit=16) -> bool:
+    """Whether the integer ``value`` (a call's result, a parameter) is turned into
+    floating-point values where it arrives: bitcast to a float type, or stored into
+    memory seen to hold floats (through phis, selects, integer arithmetic and casts)."""
     from ..analysis.activity import floatish
     from ..analysis.types import memory_kinds, pointee_kinds
-    ty = call.type
+    ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
     if not any(t.is_int and t.width >= 16 for t in parts):
         return False
-    work, seen = [call], set()
+    module = value.parent.parent if value.is_argument else value.module
+    work, seen = [value], set()
     while work and limit:
         limit -= 1
         v = work.pop()
@@ -355,8 +355,8 @@ def _int_result_becomes_float(call, limit=16) -> bool:
                     return True
                 # a temporary copied on (clang's -O0 code for a returned struct): what
                 # the byte-offset analysis finds in those bytes
-                size = call.module.datalayout.store_size(v.type)
-                if pointee_kinds(call.module, [dst], size, exclude=user) & floats:
+                size = module.datalayout.store_size(v.type)
+                if pointee_kinds(module, [dst], size, exclude=user) & floats:
                     return True
     return False
 
