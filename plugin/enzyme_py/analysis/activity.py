@@ -126,12 +126,24 @@ class Activity:
         self._callee_ret: dict = {}
         # non-escaping locals -> the values stored into them
         self.slots = _local_slots(fn)
+        self._inert: frozenset = frozenset()
+        insts = [i for b in fn.blocks for i in b.instructions]
+        seed = (set(self.active), set(self.shadowed))
+        self._forward(fn, kinds, insts, seed)
+        self._drop_inert_blocks(fn, kinds, insts, seed)
+        # values active by forward reasoning whose derivative reaches no output
+        self.pruned: set = self._prune(insts, ret_active)
+        self.active -= self.pruned
+
+    def _forward(self, fn, kinds, insts, seed) -> None:
+        """Forward reasoning (module docstring) from the arguments, to a fixed point."""
+        self.active, self.shadowed = set(seed[0]), set(seed[1])
+        self._callee_ret = {}
         for a, k in zip(fn.args, kinds):
             if k == "dup" and a.type.is_pointer:
                 self.shadowed.add(a)
             elif k in ("out", "dup") and floatish(a.type):
                 self.active.add(a)
-        insts = [i for b in fn.blocks for i in b.instructions]
         changed = True
         while changed:
             changed = False
@@ -145,9 +157,37 @@ class Activity:
                 elif kind == "shadow":
                     self.shadowed.add(i)
                     changed = True
-        # values active by forward reasoning whose derivative reaches no output
-        self.pruned: set = self._prune(insts, ret_active)
-        self.active -= self.pruned
+
+    def _drop_inert_blocks(self, fn, kinds, insts, seed) -> None:
+        """Blocks (a ``malloc``, a local array) into which nothing active is ever stored,
+        merged by a phi or select with pointers that have no shadow: optional weights
+        ``w = w_in ? w_in : uniform`` with ``w_in`` an ``enzyme_const`` argument and
+        ``uniform`` a buffer of ones.  Such a block's derivative is zero throughout, so
+        it needs no shadow -- and without one, the merge has none either (instead of
+        "mixed").  Assume each such block inert, redo the forward reasoning, and take
+        back the blocks into which an active value (or a pointer with a shadow) is
+        stored after all; repeat until none is."""
+        blocks = {}
+        for i in insts:
+            if i in self.shadowed and (isinstance(i, Alloca)
+                                       or isinstance(i, Call) and _fresh_block(i)):
+                derived = _inert_candidate(i, self.shadowed)
+                if derived is not None:
+                    blocks[i] = derived
+        while blocks:
+            self._inert = frozenset().union(*blocks.values())
+            self._forward(fn, kinds, insts, seed)
+            taken_back = [b for b, derived in blocks.items() if any(
+                isinstance(u.user, Store) and u.index == 1
+                and (u.user.operand(0) in self.active or u.user.operand(0) in self.shadowed)
+                for p in derived for u in p.uses)]
+            if not taken_back:
+                return
+            for b in taken_back:
+                del blocks[b]
+        if self._inert:
+            self._inert = frozenset()
+            self._forward(fn, kinds, insts, seed)
 
     def _prune(self, insts, ret_active) -> set:
         """The active instructions from which no output is reachable (module
@@ -209,6 +249,8 @@ class Activity:
         return any(o in self.active for o in ops)
 
     def _classify(self, i):
+        if i in self._inert:
+            return None
         ty = i.type
         ops = i.operands
         if pointer_aggregate(ty) or ty.is_pointer and isinstance(i, ExtractValue):
@@ -495,6 +537,50 @@ def _derived_pointers(a):
                   and (user.callee_name or "") in FREE_NAMES):
             return None
     return out
+
+
+def _inert_candidate(a, shadowed):
+    """For the block ``a`` (an alloca or a fresh allocation): its pointers (through GEPs,
+    casts, phis and selects, and the other blocks those choose between: ``n > 8 ?
+    malloc(...) : local``) when one of them merges it with a pointer that has no shadow
+    and they are used only to load and store values without pointers, to memset it, to
+    compare or to free it; else None."""
+    derived: set = set()
+    blocks, done = [a], set()
+    while blocks:
+        b = blocks.pop()
+        if b in done:
+            continue
+        done.add(b)
+        for u in address_uses(b, derived, merges=True):
+            user = u.user
+            if isinstance(user, Load) or isinstance(user, Store) and u.index == 1:
+                if has_pointer(user.type if isinstance(user, Load) else
+                               user.operand(0).type):
+                    return None
+            elif not (_marker(user) or isinstance(user, ICmp)
+                      or isinstance(user, Call) and u.index == 0
+                      and ((user.callee_name or "") in FREE_NAMES
+                           or (user.callee_name or "").startswith("llvm.memset."))):
+                return None
+        for x in _merged_with(derived):
+            if isinstance(x, Alloca) or isinstance(x, Call) and _fresh_block(x):
+                blocks.append(x)
+    outside = [x for x in _merged_with(derived) if x.type.is_pointer]
+    if not any(x not in shadowed for x in outside):
+        return None     # no merge with constant data: nothing to decide here
+    if any(x in shadowed for x in outside):
+        return None     # merged with memory that has a shadow too: it keeps its own
+    return derived
+
+
+def _merged_with(derived):
+    """The values outside ``derived`` that its phis and selects choose between."""
+    for m in list(derived):
+        if isinstance(m, (Phi, Select)):
+            for x in [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]:
+                if x not in derived:
+                    yield x
 
 
 def _alloca_may_hold_float(a) -> bool:
