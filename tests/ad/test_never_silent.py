@@ -564,3 +564,47 @@ def test_float_packed_with_an_int_into_an_integer_is_an_error(tmp_path, opt):
     err = build_error(tmp_path, ABI_PACKED, opt)
     assert "the call returns floating-point values that carry derivatives as an integer " \
            "('i64'" in err, err
+
+
+# ... and passed the same way, as an argument (round R: 0 instead of 12, both modes, at
+# every level; real Enzyme 15 refuses it too).  An integer result stored into an integer
+# field of a struct that also holds a double is no float (it was refused for a while).
+ABI_PACKED_ARG = r"""
+typedef struct { float v; int idx; } Item;
+__attribute__((noinline)) float weight(Item a) { return a.v * 2.0f; }
+float f(float x) { Item a = {x * x, 0}; return weight(a); }
+float __enzyme_autodiff_f(void *, float);
+int main(void) { printf("%g\n", __enzyme_autodiff_f((void *)f, 3.0f)); return 0; }
+"""
+
+INT_FIELD_BESIDE_A_DOUBLE = r"""
+struct View { double *m; double factor; long stride; };
+__attribute__((noinline)) long nrows(double *m) { return m[0] > 0 ? 2 : 1; }
+__attribute__((noinline)) void init(struct View *v) { v->stride = nrows(v->m); }
+__attribute__((noinline)) double use(struct View *v) { return v->m[v->stride] * v->factor; }
+double f(double *A, double s) {
+    struct View v;
+    v.m = A; v.factor = s;
+    init(&v);
+    return use(&v);
+}
+int main(void) {
+    double A[4] = {1, 2, 3, 4}, dA[4] = {0};
+    double ds = __enzyme_autodiff_d((void *)f, enzyme_dup, A, dA, 3.0);
+    check("dA[2]", dA[2], 3.0);
+    check("ds", ds, 3.0);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_float_packed_with_an_int_passed_as_an_integer_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, ABI_PACKED_ARG, opt)
+    assert "the call passes floating-point values that carry derivatives as an integer " \
+           "('i64'" in err, err
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_integer_result_into_a_struct_holding_doubles(tmp_path, opt):
+    run(tmp_path, INT_FIELD_BESIDE_A_DOUBLE, opt)

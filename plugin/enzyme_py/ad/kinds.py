@@ -276,7 +276,9 @@ def _float_bits(value, act, moved_only=False, limit=32) -> bool:
         elif isinstance(v, I.Cast) and v.opcode == "bitcast":
             src = v.operand(0)
             if floatish(src.type):
-                if through and src in act.active:
+                # (a float whose only use is this cast reaches no output as a float:
+                # activity's backward reasoning dropped it, ``pruned``)
+                if through and (src in act.active or src in act.pruned):
                     moved = True
             else:
                 work.append((src, through))
@@ -327,7 +329,7 @@ def _becomes_float(value, limit=16) -> bool:
     floating-point values where it arrives: bitcast to a float type, or stored into
     memory seen to hold floats (through phis, selects, integer arithmetic and casts)."""
     from ..analysis.activity import floatish
-    from ..analysis.types import memory_kinds, pointee_kinds
+    from ..analysis.types import pointee_kinds
     ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
     if not any(t.is_int and t.width >= 16 for t in parts):
@@ -350,13 +352,12 @@ def _becomes_float(value, limit=16) -> bool:
                     or isinstance(user, I.Cast) and user.opcode in ("trunc", "zext", "sext"):
                 work.append(user)
             elif isinstance(user, I.Store) and user.operand(0) is v:
-                dst, floats = user.operand(1), {"double", "float", "float-other"}
-                if memory_kinds([dst], exclude=user) & floats:
-                    return True
-                # a temporary copied on (clang's -O0 code for a returned struct): what
-                # the byte-offset analysis finds in those bytes
+                # what the byte-offset analysis finds in the bytes stored to (a field of
+                # a struct that also holds doubles is no float; a temporary copied on,
+                # clang's -O0 code for a returned struct, is what it is copied to)
                 size = module.datalayout.store_size(v.type)
-                if pointee_kinds(module, [dst], size, exclude=user) & floats:
+                if pointee_kinds(module, [user.operand(1)], size, exclude=user) \
+                        & {"double", "float", "float-other"}:
                     return True
     return False
 
