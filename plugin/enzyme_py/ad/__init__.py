@@ -375,6 +375,9 @@ def _round(module, options, log) -> None:
     # generated first (see typetree.MemoryTypes.of)
     module.typetree_scope = [f for f in module.functions
                              if f.is_materialized and not f.is_declaration]
+    from .typed_copies import split_integer_copies
+    if split_integer_copies(module, list(clone_of.values())):   # see typed_copies.py
+        module.typetree_scope = list(module.typetree_scope)     # analysed again
     ctx = Context(module, rename, log)
     ctx.strong_zero = options.get("strong-zero", "0") != "0"
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies

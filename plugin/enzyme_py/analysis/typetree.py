@@ -97,6 +97,13 @@ def _index(v, depth=8):
             if k:
                 ca, ma = _index(v.operand(0), depth - 1)
                 return ca * k, abs(ma * k)
+        if op in ("ashr", "lshr") and "exact" in getattr(v, "flags", ()) \
+                and isinstance(v.operand(1), ConstantInt) and 0 <= v.operand(1).value < 63:
+            # `ashr exact (shl i, 32), 29`: the -O2 spelling of sext(trunc i) * 8
+            k = 1 << v.operand(1).value
+            ca, ma = _index(v.operand(0), depth - 1)
+            if ca % k == 0 and ma % k == 0:
+                return ca // k, ma // k
     if depth and isinstance(v, Cast) and v.opcode in ("sext", "zext"):
         return _index(v.operand(0), depth - 1)
     return 0, 1

@@ -1,0 +1,184 @@
+"""Integer copies of small structs that hold floats, split into typed field accesses.
+
+Clang (and LLVM's instcombine, on a small ``memcpy``) copies an 8-byte struct as one
+``i64``: ``Item a = b;`` for ``struct { float v; int idx; }``, a swap of two
+``struct { float x, y; }`` points, the insertion sort of (value, index) records; and at
+-O1+ it reads one field out of such an integer (``trunc``, ``lshr`` by 32, then
+``bitcast`` to float).  Derivatives follow the types of the values moved, and an
+``i64`` says nothing about the float inside: the derivative went elsewhere or nowhere
+(round R; real Enzyme 15 is right on most of these).  (A copy whose integer is exactly
+one float of its width -- a ``double`` moved as an ``i64`` -- the generators already
+move as that float.)
+
+Before differentiation, in the private copies about to be differentiated, an integer
+``load`` whose every use is a ``store`` of it or the extraction of one field becomes one
+typed load per field where the integer was loaded, one store per field where it was
+stored, and the extracted fields' uses take the typed loads -- the same bytes, read and
+written at the same points, now typed.  The fields come from the byte-offset analysis
+(``analysis.typetree``: floats, integers and pointers at known offsets, at both ends
+of a copy; the integer copies themselves do not count) and from the extractions; at
+least one float narrower than the integer must be among them.  Bytes of unknown kind
+leave the copy as it was (the generators' own checks then apply).  Little-endian
+targets only.
+"""
+
+from __future__ import annotations
+
+from ..ir import types as T
+from ..ir.instructions import BinaryOp, Cast, Load, Store
+from ..ir.values import ConstantInt
+
+__all__ = ["split_integer_copies"]
+
+_FIELD = {"float": (T.float, 4), "double": (T.double, 8), "int": (T.i32, 4),
+          "ptr": (T.ptr, 8)}
+
+
+def _fields(types, ptrs, nbytes, exclude):
+    """[(offset, type)] covering ``nbytes`` at each of ``ptrs``, or None."""
+    out, off = [], 0
+    while off < nbytes:
+        for kind in ("double", "ptr", "float", "int"):
+            ty, n = _FIELD[kind]
+            if off % n or off + n > nbytes:
+                continue
+            got = set()
+            for p in ptrs:
+                got |= types.kinds(p, off, n, exclude)
+            if got == {kind} or kind == "int" and got and got <= {"int", "i8", "i16"}:
+                out.append((off, ty))
+                off += n
+                break
+        else:
+            return None
+    return out
+
+
+def _extractions(ld):
+    """The uses of the integer load ``ld`` that take one field out of it: ``trunc``
+    (offset 0) or ``trunc (lshr x, 8k)`` (offset k), then perhaps ``bitcast`` to a float
+    of the same width -- as [(the instruction giving the field, offset, type, the
+    instructions to erase)]; the stores of ``ld`` as a value; or None when some use is
+    neither."""
+    fields, stores = [], []
+    for u in ld.uses:
+        user = u.user
+        if isinstance(user, Store) and u.index == 0 and not user.volatile \
+                and not user.ordering:
+            stores.append(user)
+            continue
+        off, chain = 0, []
+        if isinstance(user, BinaryOp) and user.opcode == "lshr" \
+                and isinstance(user.operand(1), ConstantInt) and user.operand(1).value % 8 == 0:
+            off, chain = user.operand(1).value // 8, [user]
+            truncs = [w.user for w in user.uses]
+        else:
+            truncs = [user]
+        for t in truncs:
+            if not (isinstance(t, Cast) and t.opcode == "trunc"):
+                return None
+            uses = list(t.uses)
+            if len(uses) == 1 and isinstance(uses[0].user, Cast) \
+                    and uses[0].user.opcode == "bitcast" and uses[0].user.type.is_float:
+                bc = uses[0].user
+                fields.append((bc, off, bc.type, [bc, t]))
+            else:
+                fields.append((t, off, t.type, [t]))
+        if chain and truncs:
+            fields[-1][3].extend(chain)
+    return fields, stores
+
+
+def _candidates(fn):
+    for ld in fn.instructions():
+        if isinstance(ld, Load) and not ld.volatile and not ld.ordering and ld.type.is_int \
+                and ld.type.width in (64, 128) and ld.uses:
+            got = _extractions(ld)
+            if got is not None:
+                yield ld, got[0], got[1]
+
+
+def _split(ld, extracted, stores, fields, module):
+    from .emit import Emitter
+    e = Emitter(module)
+    src = ld.operand(0)
+    e.position_before(ld)
+    e.debug_loc = ld.get_metadata("dbg")
+    loaded = {}
+
+    def field(off, ty):
+        if (off, ty) not in loaded:
+            p = e.gep(T.i8, src, [ConstantInt(T.i64, off)], inbounds=True) if off else src
+            loaded[(off, ty)] = e.load(ty, p, align=_align(ld.align or 1, off, ty, module))
+        return loaded[(off, ty)]
+
+    for off, ty in fields:
+        field(off, ty)
+    for end, off, ty, chain in extracted:
+        same = next((v for (o, t), v in loaded.items() if o == off
+                     and module.datalayout.store_size(t) == module.datalayout.store_size(ty)),
+                    None)
+        v = field(off, ty) if same is None else same
+        if v.type != ty:
+            e.position_before(ld)
+            v = e.cast("bitcast", v, ty)
+        end.replace_all_uses_with(v)
+        for i in chain:             # the bitcast, the trunc, then the shift
+            if not i.uses:
+                i.erase()
+    for st in stores:
+        dst = st.operand(1)
+        e.position_before(st)
+        e.debug_loc = st.get_metadata("dbg")
+        for off, ty in fields:
+            q = e.gep(T.i8, dst, [ConstantInt(T.i64, off)], inbounds=True) if off else dst
+            e.store(field(off, ty), q, align=_align(st.align or 1, off, ty, module))
+        st.erase()
+    if not ld.uses:
+        ld.erase()
+
+
+def _align(base, off, ty, module):
+    n = module.datalayout.store_size(ty)
+    a = base
+    while a > 1 and off % a:
+        a //= 2
+    return min(a, n)
+
+
+def split_integer_copies(module, functions) -> int:
+    """Split the integer copies of float-holding structs in ``functions`` (module
+    docstring); return how many loads were split.  Uses the byte-offset analysis of the
+    module as it stands; the caller builds it again afterwards."""
+    from ..analysis.typetree import MemoryTypes
+    if not module.datalayout.little_endian:
+        return 0
+    found = [c for fn in functions for c in _candidates(fn)]
+    if not found:
+        return 0
+    types = MemoryTypes.of(module, [v for ld, _, sts in found
+                                    for v in [ld.operand(0)] + [s.operand(1) for s in sts]])
+    dl = module.datalayout
+    # the integer copies say nothing about what the bytes are: none counts (a swap's two
+    # copies would each see the other's i64 as an integer in the same bytes)
+    copies = tuple(x for ld, _, sts in found for x in [ld] + sts)
+    todo = []
+    for ld, extracted, stores in found:
+        nbytes = ld.type.width // 8
+        fields = []
+        if stores:
+            fields = _fields(types, [ld.operand(0)] + [s.operand(1) for s in stores],
+                             nbytes, copies)
+            if fields is None:
+                continue
+            starts = {off: ty for off, ty in fields}
+            if any(starts.get(off) is None or dl.store_size(starts[off]) != dl.store_size(ty)
+                   for _, off, ty, _ in extracted):
+                continue
+        narrow = [ty for _, ty in fields] + [ty for _, _, ty, _ in extracted]
+        if not any(ty.is_float and dl.store_size(ty) < nbytes for ty in narrow):
+            continue
+        todo.append((ld, extracted, stores, fields))
+    for ld, extracted, stores, fields in todo:
+        _split(ld, extracted, stores, fields, module)
+    return len(todo)

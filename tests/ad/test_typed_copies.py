@@ -1,0 +1,78 @@
+"""Small structs holding floats that clang copies as one integer (ad/typed_copies.py).
+
+An 8-byte ``struct { float v; int idx; }`` or ``struct { float x, y; }`` is copied as an
+``i64`` (struct assignment, a swap, the insertion sort of (value, index) records), and
+at -O1+ a field is read out of it with ``trunc``/``lshr`` + ``bitcast``.  The derivative
+went to the wrong element or nowhere, silently, at every level (round R: `dx = {0, 1}`
+instead of `{1, 0}` for a copy by runtime index; real Enzyme 15 right on most of them).
+Reference: analytic values.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import build_and_run, parse_values
+
+PROGRAM = r"""
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+float __enzyme_fwddiff(void *, ...);
+typedef struct { float v; int idx; } Item;
+typedef struct { float x, y; } V2;
+
+float pick(const float *x, int k) {              /* a copy by runtime index */
+    Item arr[2];
+    arr[0].v = x[0]; arr[0].idx = 0;
+    arr[1].v = x[1]; arr[1].idx = 1;
+    arr[1] = arr[k];
+    return arr[1].v;
+}
+
+float top2(const float *x, int n) {              /* argmax and an insertion sort */
+    Item best = {-1e30f, -1};
+    for (int i = 0; i < n; i++) if (x[i] > best.v) { Item t = {x[i] * 2.0f, i}; best = t; }
+    Item arr[16];
+    for (int i = 0; i < n; i++) { Item t = {x[i] * x[i], i}; arr[i] = t; }
+    for (int i = 1; i < n; i++) {
+        Item key = arr[i]; int j = i - 1;
+        while (j >= 0 && arr[j].v > key.v) { arr[j + 1] = arr[j]; j--; }
+        arr[j + 1] = key;
+    }
+    return best.v + arr[n - 1].v + arr[n - 2].v * (float)arr[n - 2].idx;
+}
+
+float swap(V2 *a, int i, int j) {                /* points swapped in the caller's array */
+    V2 t = a[i]; a[i] = a[j]; a[j] = t;
+    return a[0].x * 3.0f + a[1].y;
+}
+
+int main(void) {
+    float x[2] = {3, 5}, dx[2] = {0}, t[2] = {1, 0};
+    __enzyme_autodiff((void *)pick, enzyme_dup, x, dx, enzyme_const, 0);
+    printf("pick %g %g %g\n", dx[0], dx[1],
+           __enzyme_fwddiff((void *)pick, enzyme_dup, x, t, enzyme_const, 0));
+
+    float y[5] = {0.5f, 2.0f, -1.0f, 1.5f, 0.25f}, dy[5] = {0}, ty[5] = {0, 1, 0, 1, 0};
+    __enzyme_autodiff((void *)top2, enzyme_dup, y, dy, enzyme_const, 5);
+    printf("top2 %g %g %g %g %g %g\n", dy[0], dy[1], dy[2], dy[3], dy[4],
+           __enzyme_fwddiff((void *)top2, enzyme_dup, y, ty, enzyme_const, 5));
+
+    V2 a[2] = {{1, 2}, {3, 4}}, da[2] = {{0, 0}, {0, 0}};
+    __enzyme_autodiff((void *)swap, enzyme_dup, a, da, enzyme_const, 0, enzyme_const, 1);
+    printf("swap %g %g %g %g\n", da[0].x, da[0].y, da[1].x, da[1].y);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_small_structs_of_floats_copied_as_integers(tmp_path, opt):
+    out = build_and_run(tmp_path, PROGRAM, opt)
+    assert out.returncode == 0, out.stdout + out.stderr
+    v = parse_values(out.stdout)
+    assert v["pick"] == [1, 0, 1]
+    # best = 2 x1; largest square x1^2 (2 x1 = 4); second x3^2 * its index 3 (9)
+    assert v["top2"] == pytest.approx([0, 6, 0, 9, 0, 15])
+    # after the swap a[0] is the old a[1]: f = 3 a1.x + a0.y
+    assert v["swap"] == [0, 1, 3, 0]
