@@ -89,6 +89,12 @@ def _extractions(ld):
     return fields, stores
 
 
+def _not_a_float_there(types, src, off, ty, dl, exclude) -> bool:
+    n = dl.store_size(ty)
+    got = types.kinds(src, off, n, exclude)
+    return bool(off % n or got and got != {{4: "float", 8: "double"}.get(n)})
+
+
 def _candidates(fn):
     for ld in fn.instructions():
         if isinstance(ld, Load) and not ld.volatile and not ld.ordering and ld.type.is_int \
@@ -175,6 +181,12 @@ def split_integer_copies(module, functions) -> int:
             if any(starts.get(off) is None or dl.store_size(starts[off]) != dl.store_size(ty)
                    for _, off, ty, _ in extracted):
                 continue
+        # a float taken out of the integer must start on its own boundary and be what
+        # the memory holds there, where that is known (``(bits >> 16)`` as a float
+        # straddles two: left alone, and refused)
+        if any(ty.is_float and _not_a_float_there(types, ld.operand(0), off, ty, dl, copies)
+               for _, off, ty, _ in extracted):
+            continue
         narrow = [ty for _, ty in fields] + [ty for _, _, ty, _ in extracted]
         if not any(ty.is_float and dl.store_size(ty) < nbytes for ty in narrow):
             continue
