@@ -962,3 +962,54 @@ def test_optional_weights_buffer_of_constants(tmp_path, opt):
 def test_constant_data_merged_with_active_buffer_stays_an_error(tmp_path, opt):
     err = build_error(tmp_path, STILL_MIXED, opt)
     assert "is mixed with pointers that have shadows" in err, err
+
+
+# An optional output the caller passes as NULL or with enzyme_const (round P: "an active
+# value is stored into memory that has no shadow"; real Enzyme 15 builds it).  The
+# function differentiated only stores into it (after a NULL test): what lands there
+# carries no derivative anywhere.  Read back in the function, it stays an error.
+OPTIONAL_OUTPUT = r"""
+void f(const double *x, double *y, double *nrm) {
+    y[0] = x[0] * x[1];
+    if (nrm) *nrm = sqrt(x[0] * x[0] + x[1] * x[1]);
+}
+int main(void) {
+    double x[2] = {3.0, 4.0}, y[1], n;
+    for (int k = 0; k < 2; k++) {
+        double dx[2] = {0, 0}, dy[1] = {1.0}, *np = k ? &n : NULL;
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, np);
+        check("reverse dx0", dx[0], 4.0);
+        check("reverse dx1", dx[1], 3.0);
+        double tx[2] = {1, 0}, ty[1] = {0};
+        __enzyme_fwddiff((void *)f, enzyme_dup, x, tx, enzyme_dup, y, ty, enzyme_const, np);
+        check("forward dy", ty[0], 4.0);
+    }
+    check("primal", n, 5.0);
+    return fails;
+}
+"""
+
+OUTPUT_READ_BACK = r"""
+__attribute__((noinline)) double twice(const double *p) { return *p * 2; }
+double f(const double *x, double *nrm) {
+    *nrm = x[0] * x[0];
+    return twice(nrm);
+}
+int main(void) {
+    double x[1] = {3.0}, dx[1] = {0}, n;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, &n);
+    printf("%g\n", dx[0]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_optional_output_passed_as_constant(tmp_path, opt):
+    run(tmp_path, OPTIONAL_OUTPUT, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_constant_output_read_back_stays_an_error(tmp_path, opt):
+    err = build_error(tmp_path, OUTPUT_READ_BACK, opt)
+    assert "an active value is stored into memory that has no shadow" in err, err

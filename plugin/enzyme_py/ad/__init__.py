@@ -381,6 +381,11 @@ def _round(module, options, log) -> None:
     ctx = Context(module, rename, log)
     ctx.strong_zero = options.get("strong-zero", "0") != "0"
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies
+    # the functions the call sites differentiate that no differentiated code calls: their
+    # enzyme_const arguments are the user's memory (Activity.write_only_argument)
+    ctx.entries = {clone_of[s.fn] for s in sites if s.fn in clone_of}
+    ctx.entries = {f for f in ctx.entries
+                   if not any(isinstance(u.user, Call) and u.user.callee is f for u in f.uses)}
     ctx.hooks = CallHooks(registry)
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry)
     fctx = ForwardContext(ctx, registry)

@@ -294,7 +294,9 @@ class AugmentedForward:
             elif isinstance(v, Select) and v.type.is_int and v.type.width >= 32:
                 self._select_copy(v, inst, p)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
-                and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)):
+                and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
+                and not (self.P in getattr(self.ctx, "entries", ())
+                         and self.act.write_only_argument(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
 
     def _shadow_block(self, size, align=None):

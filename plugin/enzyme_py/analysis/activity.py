@@ -341,6 +341,24 @@ class Activity:
             return "active" if self._any_active([v for v, _ in i.incoming]) else None
         return None
 
+    def write_only_argument(self, p) -> bool:
+        """Whether ``p`` points into an argument without a shadow that this function only
+        stores values without pointers into, or compares: an output the caller passed
+        with ``enzyme_const`` (or as NULL: ``if (nrm) *nrm = ...``).  Nothing here reads
+        it back, so what is stored there carries no derivative anywhere -- for the
+        function a call site differentiates (a callee's caller might read it)."""
+        base = underlying_object(p)
+        if not (getattr(base, "is_argument", False) and base.parent is self.fn
+                and base not in self.shadowed):
+            return False
+        for u in address_uses(base, set()):
+            user = u.user
+            if isinstance(user, Store) and u.index == 1 and not has_pointer(user.operand(0).type):
+                continue
+            if not (isinstance(user, ICmp) or _marker(user)):
+                return False
+        return True
+
     def touches_shadow_globals(self, callee) -> bool:
         """Whether a call to ``callee`` (a defined function) reads or writes a global
         that has a shadow global: it carries derivatives whatever its arguments."""
