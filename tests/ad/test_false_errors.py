@@ -1013,3 +1013,39 @@ def test_optional_output_passed_as_constant(tmp_path, opt):
 def test_constant_output_read_back_stays_an_error(tmp_path, opt):
     err = build_error(tmp_path, OUTPUT_READ_BACK, opt)
     assert "an active value is stored into memory that has no shadow" in err, err
+
+
+# A file-scope scratch array in vector forward mode (round P: "a global that holds
+# active intermediate values ... in vector forward mode (enzyme_width > 1) is not
+# supported"; real Enzyme 15 right).  Each lane now has a shadow global of its own,
+# zeroed before each call like lane 0's.
+SCRATCH_WIDTH = r"""
+int enzyme_width;
+static double scratch[16];
+void f(int n, const double *a, double *b) {
+    for (int i = 0; i < n; i++) scratch[i] = sin(a[i]) * a[i];
+    for (int i = 0; i < n; i++) b[i] += scratch[n - 1 - i] * scratch[i];
+}
+int main(void) {
+    double a[3] = {0.1, 0.2, 0.3};
+    for (int rep = 0; rep < 2; rep++) {          /* the lanes' shadows start at zero */
+        double b[3] = {0}, da[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, db[3][3] = {{0}};
+        __enzyme_fwddiff((void *)f, enzyme_width, 3, enzyme_const, 3,
+                         enzyme_dup, a, da[0], da[1], da[2], enzyme_dup, b, db[0], db[1], db[2]);
+        for (int k = 0; k < 3; k++)              /* lane k: d b / d a_k */
+            for (int i = 0; i < 3; i++) {
+                int j = 2 - i;
+                double s_i = sin(a[i]) * a[i], s_j = sin(a[j]) * a[j];
+                double ds_i = k == i ? cos(a[i]) * a[i] + sin(a[i]) : 0;
+                double ds_j = k == j ? cos(a[j]) * a[j] + sin(a[j]) : 0;
+                check("lane", db[k][i], ds_j * s_i + s_j * ds_i);
+            }
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_scratch_global_in_vector_forward_mode(tmp_path, opt):
+    run(tmp_path, SCRATCH_WIDTH, opt)

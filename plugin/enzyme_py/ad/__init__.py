@@ -388,6 +388,7 @@ def _round(module, options, log) -> None:
                    if not any(isinstance(u.user, Call) and u.user.callee is f for u in f.uses)}
     ctx.hooks = CallHooks(registry)
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry)
+    ctx.shadow_lanes = {}       # (global, lane >= 1) -> its shadow in vector forward mode
     fctx = ForwardContext(ctx, registry)
     plans = []
     for s in sites:
@@ -429,6 +430,7 @@ def _round(module, options, log) -> None:
         _check_dup_globals(s, ctx.shadow_globals)
         if s.mode in ("reverse", "forward", "augment"):
             _zero_shadow_globals(module, ctx.shadow_globals, call)
+            _zero_shadow_globals(module, ctx.shadow_lanes, call)
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":

@@ -17,7 +17,7 @@ freed where the primal is freed.  No tape: the primal runs once.
 
 from __future__ import annotations
 
-from ..analysis.globals import read_only_twin, shadow_constant
+from ..analysis.globals import global_base, read_only_twin, shadow_constant
 from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
                                  underlying_object)
 from ..analysis.effects import call_effect, returns_text
@@ -169,13 +169,10 @@ class ForwardGen:
                 return [zero_twin] * self.W
         sg = None if v.is_instruction else shadow_constant(v, self.ctx.rctx.shadow_globals)
         if sg is not None:
-            if self.W > 1:
-                raise ADError("a global that holds active intermediate values (it gets a "
-                              "shadow global) in vector forward mode (enzyme_width > 1) is "
-                              "not supported", location=self.ctx.err_loc(where)
-                              if where is not None else None,
-                              hint="keep the intermediate values in a local array")
-            return [sg]
+            # vector forward mode: lane k > 0 has a shadow global of its own
+            g = global_base(v)
+            return [sg] + [shadow_constant(v, {g: self._lane_global(g, k)})
+                           for k in range(1, self.W)]
         if v not in self.act.shadowed:
             if _own_tangentless(v):
                 # no tangent can be read or written through it (a function, data without
@@ -445,6 +442,18 @@ class ForwardGen:
                 self.tan[inst] = lanes
         elif v in act.active:
             raise unshadowed_atomic_error(self.ctx.err_loc(inst))
+
+    def _lane_global(self, g, k):
+        """The shadow global of scratch global ``g`` for lane ``k`` >= 1 (zeroed before
+        each derivative call, like lane 0's)."""
+        rctx = self.ctx.rctx
+        got = rctx.shadow_lanes.get((g, k))
+        if got is None:
+            from ..ir.values import ZeroInit
+            got = rctx.shadow_lanes[(g, k)] = rctx.module.add_global(
+                f"{g.name}.enzyme_shadow.{k}", g.value_type, ZeroInit(g.value_type),
+                linkage="internal", align=g.align or 16)
+        return got
 
     def _memset0(self, p, n):
         e = self.e
