@@ -1049,3 +1049,36 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_scratch_global_in_vector_forward_mode(tmp_path, opt):
     run(tmp_path, SCRATCH_WIDTH, opt)
+
+
+# Two call sites differing only in the function, in the arms of an if (round R): at -O2
+# LLVM merges them into one call on `select c, @f2, @f1` (three: a phi of functions) --
+# "the first argument must be a function known at compile time" (real Enzyme 15
+# crashes: "Broken module").  The call is split back into one per function
+# (promote.split_chosen_targets).
+CHOSEN = r"""
+double f1(double x) { return x * x; }
+double f2(double x) { return sin(x); }
+double f3(double x) { return exp(2 * x); }
+int main(int argc, char **argv) {
+    (void)argv;
+    for (int which = 0; which < 3; which++) {
+        int w = which + argc - 1;                /* not known to the optimiser */
+        double d, t;
+        if (w == 0) d = __enzyme_autodiff_d((void *)f1, 0.5);
+        else if (w == 1) d = __enzyme_autodiff_d((void *)f2, 0.5);
+        else d = __enzyme_autodiff_d((void *)f3, 0.5);
+        if (w == 1) t = __enzyme_fwddiff_d((void *)f2, 0.5, 1.0);
+        else t = __enzyme_fwddiff_d((void *)f1, 0.5, 1.0);
+        double want = w == 0 ? 1.0 : w == 1 ? cos(0.5) : 2 * exp(1.0);
+        check("reverse", d, want);
+        check("forward", t, w == 1 ? cos(0.5) : 1.0);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_call_sites_merged_on_a_select_of_functions(tmp_path, opt):
+    run(tmp_path, CHOSEN, opt)

@@ -138,7 +138,7 @@ def check_options(options: dict[str, str]) -> None:
 
 def transform_module(module, options: dict[str, str], log=lambda s: None) -> None:
     from .callsite import entry_uses_as_value, find_sites
-    from .promote import promote_call_sites
+    from .promote import promote_call_sites, split_chosen_targets
     from .registry import Registry
 
     check_options(options)
@@ -149,6 +149,8 @@ def transform_module(module, options: dict[str, str], log=lambda s: None) -> Non
         strip_type_hints(module)
         return
     if promote_call_sites(module, found, log, also=[u for u, _ in as_value]):
+        found = find_sites(module)
+    if split_chosen_targets(found):     # select of two functions: two call sites again
         found = find_sites(module)
     Registry.read(module)  # check the registration globals before anything else
     # Higher-order derivatives: call sites are lowered innermost first, in rounds.  A

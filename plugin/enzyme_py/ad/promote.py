@@ -16,9 +16,9 @@ global optimisation, so ``load @enzyme_dup`` is never folded to a constant.
 from __future__ import annotations
 
 from ..ir.attributes import Attributes, resolved, stripped
-from ..ir.instructions import Call, Cast, Invoke, Load
+from ..ir.instructions import Br, Call, Cast, Invoke, Load, Phi, Select
 
-__all__ = ["promote_call_sites"]
+__all__ = ["promote_call_sites", "split_chosen_targets"]
 
 
 def _target(call):
@@ -93,3 +93,75 @@ def promote_call_sites(module, found, log=lambda s: None, also=()) -> bool:
     log(f"promoted the locals of {len(fns)} function(s) holding __enzyme_* calls: "
         + ", ".join(f.name for f in fns))
     return True
+
+
+def _chosen_functions(t, limit=8):
+    """The functions a ``select``/``phi`` tree of constant functions chooses between
+    (in first-seen order), or None when some leaf is not a function."""
+    out, work, seen = [], [t], set()
+    while work:
+        v = work.pop(0)
+        if v in seen:
+            continue
+        seen.add(v)
+        while isinstance(v, Cast):
+            v = v.operand(0)
+        if getattr(v, "is_function", False):
+            if v not in out:
+                out.append(v)
+        elif isinstance(v, Select):
+            work += v.operands[1:]
+        elif isinstance(v, Phi):
+            work += [x for x, _ in v.incoming]
+        else:
+            return None
+        if len(out) > limit:
+            return None
+    return out
+
+
+def split_chosen_targets(found) -> bool:
+    """Call sites whose function is chosen between functions by ``select``s or ``phi``s
+    become one call site per function again: ``if (fn == f1) call f1 ... else call fk``
+    (the results joined by a phi).  LLVM's CFG simplification merges ``if (c) d =
+    __enzyme_autodiff((void *)f2, x); else d = __enzyme_autodiff((void *)f1, x);`` into
+    one call on ``select c, @f2, @f1`` (or a phi of them) at -O2.  Returns whether
+    anything changed."""
+    from ..ir.builder import IRBuilder
+    changed = False
+    for call, _ in found:
+        t = _target(call)
+        if not isinstance(call, Call) or not isinstance(t, (Select, Phi)):
+            continue
+        fns = _chosen_functions(t)
+        if not fns:
+            continue
+        i = next(k for k, a in enumerate(call.args) if a is t or
+                 isinstance(a, Cast) and a.operand(0) is t)
+        blk = call.parent
+        fn = blk.parent
+        join = blk.split_after(call)
+        b = IRBuilder()
+        b.debug_loc = call.get_metadata("dbg")
+        test, results = blk, []
+        for k, f in enumerate(fns):
+            arm = fn.insert_basic_block(fn.blocks.index(join), f"enzyme.site.{f.name}")
+            c = call.clone({})
+            c.set_arg(i, f)
+            arm.append(c)
+            arm.append(Br(join))
+            results.append((c, arm))
+            b.position_at_end(test)
+            if k + 1 < len(fns):
+                nxt = fn.insert_basic_block(fn.blocks.index(join), "enzyme.site.test")
+                b.cbranch(b.icmp("eq", t, f), arm, nxt)
+                test = nxt
+            else:
+                b.br(arm)
+        if call.uses:
+            phi = Phi(call.type, results)
+            join.insert(0, phi)
+            call.replace_all_uses_with(phi)
+        call.erase()
+        changed = True
+    return changed

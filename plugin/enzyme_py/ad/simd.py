@@ -106,24 +106,6 @@ def _parts(call, kind):
     return a[0], zero(call.type)
 
 
-def _split_after(call):
-    """Move everything after ``call`` into a new block; return it (the old block ends
-    without a terminator, for the caller to finish)."""
-    blk = call.parent
-    fn = blk.parent
-    tail = fn.insert_basic_block(fn.blocks.index(blk) + 1)
-    rest = blk.instructions[blk.index_of(call) + 1:]
-    for inst in rest:
-        inst.remove_from_parent()
-        tail.append(inst)
-    for succ in tail.successors:
-        for phi in succ.phis:
-            for i, (_, b) in enumerate(phi.incoming):
-                if b is blk:
-                    phi.set_incoming_block(i, tail)
-    return tail
-
-
 def _lower(call):
     kind, vt = _kind(call)
     ptr, other = _parts(call, kind)
@@ -155,7 +137,7 @@ def _lower(call):
     for k in range(n):
         idx = ConstantInt(T.i32, k)
         bit = _mask_bit(b, call, kind, k)
-        tail = _split_after(call)
+        tail = call.parent.split_after(call)
         head = call.parent
         then = head.parent.insert_basic_block(head.parent.blocks.index(tail))
         b.position_at_end(head)

@@ -64,6 +64,22 @@ class BasicBlock(Value):
         self.instructions.insert(index, inst)
         return inst
 
+    def split_after(self, inst) -> BasicBlock:
+        """Move everything after ``inst`` into a new block placed right after this one
+        and return it; the successors' phis name the new block.  This block is left
+        without a terminator, for the caller to finish."""
+        fn = self.parent
+        tail = fn.insert_basic_block(fn.blocks.index(self) + 1)
+        for moved in self.instructions[self.index_of(inst) + 1:]:
+            moved.remove_from_parent()
+            tail.append(moved)
+        for succ in tail.successors:
+            for phi in succ.phis:
+                for i, (_, b) in enumerate(phi.incoming):
+                    if b is self:
+                        phi.set_incoming_block(i, tail)
+        return tail
+
     @property
     def terminator(self) -> Instruction | None:
         if self.instructions and self.instructions[-1].is_terminator:
