@@ -273,6 +273,10 @@ def _float_bits(value, act, moved_only=False, limit=32) -> bool:
             work.extend((o, through) for o in (
                 [x for x, _ in v.incoming] if isinstance(v, I.Phi) else v.operands[1:]
                 if isinstance(v, I.Select) else v.operands))
+        elif isinstance(v, (I.ShuffleVector, I.InsertElement)):
+            # integer lanes moved (a splat of a double's bits as <2 x i64>; Eigen's
+            # movddup as a shuffle of <4 x i32> halves): no derivative follows them
+            work.extend((o, True) for o in v.operands[:2] if not o.is_constant)
         elif isinstance(v, I.Cast) and v.opcode == "bitcast":
             src = v.operand(0)
             if floatish(src.type):

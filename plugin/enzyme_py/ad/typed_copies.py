@@ -25,10 +25,10 @@ targets only.
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import BinaryOp, Cast, Load, Store
-from ..ir.values import ConstantInt
+from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
+from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef
 
-__all__ = ["split_integer_copies"]
+__all__ = ["split_integer_copies", "retype_float_lanes"]
 
 _FIELD = {"float": (T.float, 4), "double": (T.double, 8), "int": (T.i32, 4),
           "ptr": (T.ptr, 8)}
@@ -194,3 +194,149 @@ def split_integer_copies(module, functions) -> int:
     for ld, extracted, stores, fields in todo:
         _split(ld, extracted, stores, fields, module)
     return len(todo)
+
+
+# ------------------------------------------------------------------------------------
+# Vectors of floats moved as integer lanes.  Eigen's matrix-product kernel broadcasts a
+# double with SSE's movddup, which LLVM spells ``load <4 x i32>``, ``shufflevector <0, 1,
+# 0, 1>`` (the two halves of double 0, twice), ``bitcast to <2 x double>``: the same
+# doubles, moved as integers -- no derivative follows them (the product's gradient was
+# off, silently).  ``retype_float_lanes`` gives such code its float type back: a shuffle
+# of integer lanes that moves whole floats (aligned groups of lanes, kept together) and
+# is only bitcast to a float vector becomes a shuffle of that float vector, and an
+# integer load that is only bitcast to one float type becomes a load of that type.
+
+
+def _float_vector(n_bytes, like):
+    """The float vector type of ``n_bytes`` per lane (4: float, 8: double) with the
+    total size of the vector type ``like``, or None."""
+    el = {4: T.float, 8: T.double}.get(n_bytes)
+    total = like.count * like.element.width // 8
+    if el is None or total % n_bytes:
+        return None
+    return T.VectorType(el, total // n_bytes)
+
+
+def _only_bitcast_to(v):
+    """The one float (or float vector) type every use of ``v`` bitcasts it to, or None."""
+    ty = None
+    for u in v.uses:
+        c = u.user
+        if not (isinstance(c, Cast) and c.opcode == "bitcast"):
+            return None
+        t = c.type
+        if not (t.is_float or t.is_vector and t.element.is_float) or ty not in (None, t):
+            return None
+        ty = t
+    return ty
+
+
+def _grouped(mask, g):
+    """``mask`` (lane indices, -1 undefined) as indices of groups of ``g`` lanes, when it
+    moves whole aligned groups; else None."""
+    out = []
+    for k in range(0, len(mask), g):
+        part = mask[k:k + g]
+        if all(m < 0 for m in part):
+            out.append(-1)
+            continue
+        if part[0] < 0 or part[0] % g or part != list(range(part[0], part[0] + g)):
+            return None
+        out.append(part[0] // g)
+    return out
+
+
+def _mask_of(sv):
+    m = sv.operand(2)
+    n = sv.type.count
+    if isinstance(m, (Undef, Poison)):
+        return [-1] * n
+    from ..ir.values import ZeroInit
+    if isinstance(m, ZeroInit):
+        return [0] * n
+    if isinstance(m, ConstantAggregate):
+        return [o.value if isinstance(o, ConstantInt) else -1 for o in m.operands]
+    return None
+
+
+def _retype_shuffle(sv, module):
+    ty = _only_bitcast_to(sv)
+    it = sv.type
+    if ty is None or not ty.is_vector or not it.element.is_int:
+        return False
+    fb = ty.element.width // 8 if ty.element.is_float else None
+    g = (fb * 8) // it.element.width if fb else 0
+    mask = _mask_of(sv)
+    src_t = sv.operand(0).type
+    if not g or mask is None or (fb * 8) % it.element.width or src_t.count % g:
+        return False
+    grouped = _grouped(mask, g)
+    ft = _float_vector(fb, src_t)
+    if grouped is None or ft is None:
+        return False
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_before(sv)
+    e.debug_loc = sv.get_metadata("dbg")
+    a, b = (e.cast("bitcast", o, ft) if not isinstance(o, (Undef, Poison)) else Poison(ft)
+            for o in sv.operands[:2])
+    idx = ConstantAggregate(T.VectorType(T.i32, len(grouped)),
+                            [ConstantInt(T.i32, k) if k >= 0 else Poison(T.i32)
+                             for k in grouped])
+    new = e.shufflevector(a, b, idx)
+    for u in list(sv.uses):
+        c = u.user
+        c.replace_all_uses_with(new)
+        c.erase()
+    sv.erase()
+    return True
+
+
+def _retype_load(ld, module):
+    ty = _only_bitcast_to(ld)
+    dl = module.datalayout
+    if ty is None or ld.volatile or ld.ordering or dl.store_size(ty) != dl.store_size(ld.type):
+        return False
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_before(ld)
+    new = e.load(ty, ld.operand(0), align=ld.align)
+    # (not its TBAA tag: an integer's, on what is now a float load)
+    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    for u in list(ld.uses):
+        c = u.user
+        c.replace_all_uses_with(new)
+        c.erase()
+    ld.erase()
+    return True
+
+
+def _fold_bitcast_pairs(fn) -> None:
+    """``bitcast (bitcast x to I) to F`` where x is already an F: x."""
+    for c in list(fn.instructions()):
+        if isinstance(c, Cast) and c.opcode == "bitcast" and c.parent is not None:
+            x = c.operand(0)
+            if isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == c.type:
+                c.replace_all_uses_with(x.operand(0))
+                c.erase()
+                if not x.uses:
+                    x.erase()
+
+
+def retype_float_lanes(fn) -> int:
+    """Give the integer shuffles and loads of ``fn`` (a private copy about to be
+    differentiated) that move floats their float types (see above); return how many
+    were rewritten."""
+    module = fn.parent
+    n = 0
+    for sv in [i for i in fn.instructions() if isinstance(i, ShuffleVector)]:
+        if sv.parent is not None and sv.type.element.is_int and _retype_shuffle(sv, module):
+            n += 1
+    if n:
+        _fold_bitcast_pairs(fn)
+    for ld in [i for i in fn.instructions() if isinstance(i, Load)]:
+        if ld.parent is not None and (ld.type.is_int or ld.type.is_vector
+                                      and ld.type.element.is_int) \
+                and _retype_load(ld, module):
+            n += 1
+    return n
