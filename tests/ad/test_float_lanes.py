@@ -11,10 +11,11 @@ derivative was 0, silently; real Enzyme 15 is right there: not supported yet).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import build_and_run, enzyme_cc
+from helpers import enzyme_cc
 
 EIGEN = Path("/usr/include/eigen3")
 
@@ -66,7 +67,6 @@ def test_eigen_inverse_through_the_product_kernel(tmp_path, opt):
     r = enzyme_cc([opt, "-std=c++17", f"-I{EIGEN}", str(src), "-o", str(tmp_path / "inv")],
                   tmp_path, cxx=True)
     assert r.returncode == 0, r.stderr
-    import subprocess
     out = subprocess.run([str(tmp_path / "inv")], capture_output=True, text=True, timeout=60)
     rev, fwd, fd = (float(v) for v in out.stdout.split())
     assert rev == pytest.approx(fd, rel=1e-6)
