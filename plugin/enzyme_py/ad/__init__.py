@@ -14,6 +14,13 @@ pass reaches them (a call site's holder, what it differentiates, transitively), 
 the LLVM round trips of promotion and pre-AD optimisation see only those bodies —
 the others go as declarations and come back verbatim (:func:`round_trip`).
 
+Before differentiation the private copies get exact rewrites (the same bytes read and
+written at the same points, in a form the generators understand): complex functions
+redirected to real arithmetic (``complex.py``), masked vector memory and horizontal
+additions lowered (``simd.py``), floats the ABI passes as integers given their type
+back (``abi.py``), integer copies and lanes of floats typed (``typed_copies.py``); call
+sites merged on a choice of functions are split first (``promote.py``).
+
 Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
 
 ``preopt=0``    differentiate the unoptimised functions (pre-AD optimisation off,

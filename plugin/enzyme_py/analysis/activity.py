@@ -34,6 +34,13 @@ shadow (``unshadowed_locals``: the generators store active values into them with
 complaint).  Function arguments stay as the caller declared them; other memory keeps
 its shadow.
 
+A block (a ``malloc``, a local array) merged by a phi or select only with pointers
+that have no shadow, and used only to load, store, memset, compare and free, is
+assumed to receive no derivative (optional weights: ``w = w_in ? w_in : ones``); the
+forward reasoning is redone, and a block into which an active value is stored after
+all gets its shadow back.  ``write_only_argument`` says which arguments without a
+shadow a function only stores into (an optional output passed as NULL).
+
 The result is read-only; ``str(result)`` lists the active values per block and
 the ones backward reasoning dropped.
 """
