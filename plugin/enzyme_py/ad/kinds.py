@@ -240,6 +240,8 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
     trunc; bitcast to <4 x float>``.  A plain round trip (bitcast there and back, an
     integer copy) keeps its derivative."""
     from ..analysis.activity import floatish
+    if inst.opcode != "bitcast":
+        return False    # sitofp/uitofp convert an integer's value: no float bits there
     if not (floatish(inst.type) and inst.operand(0).type.is_int
             or inst.type.is_vector and floatish(inst.type)
             and inst.operand(0).type.is_vector and inst.operand(0).type.element.is_int):
@@ -333,7 +335,6 @@ def _becomes_float(value, limit=16) -> bool:
     floating-point values where it arrives: bitcast to a float type, or stored into
     memory seen to hold floats (through phis, selects, integer arithmetic and casts)."""
     from ..analysis.activity import floatish
-    from ..analysis.types import pointee_kinds
     ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
     if not any(t.is_int and t.width >= 16 for t in parts):
@@ -355,14 +356,25 @@ def _becomes_float(value, limit=16) -> bool:
                     and user.opcode not in I.FP_BINARY_OPS \
                     or isinstance(user, I.Cast) and user.opcode in ("trunc", "zext", "sext"):
                 work.append(user)
-            elif isinstance(user, I.Store) and user.operand(0) is v:
-                # what the byte-offset analysis finds in the bytes stored to (a field of
-                # a struct that also holds doubles is no float; a temporary copied on,
-                # clang's -O0 code for a returned struct, is what it is copied to)
-                size = module.datalayout.store_size(v.type)
-                if pointee_kinds(module, [user.operand(1)], size, exclude=user) \
-                        & {"double", "float", "float-other"}:
-                    return True
+            elif isinstance(user, I.Store) and user.operand(0) is v \
+                    and _holds_a_float(module, user.operand(1),
+                                       module.datalayout.store_size(v.type), user):
+                return True
+    return False
+
+
+def _holds_a_float(module, p, size, exclude) -> bool:
+    """Whether the byte-offset analysis finds a float -- and nothing else -- in some
+    aligned 4 or 8 bytes of the ``size`` stored to ``p`` (a temporary copied on, clang's
+    -O0 code for a returned struct, is what it is copied to).  A field of a struct that
+    also holds doubles is no float; bytes where the analysis has met both (libc++'s
+    list keeps its size where its nodes keep their values) say nothing."""
+    from ..analysis.typetree import MemoryTypes
+    types = MemoryTypes.of(module, [p])
+    for n, kind in ((8, "double"), (4, "float")):
+        for off in range(0, size - n + 1, n):
+            if types.kinds(p, off, n, exclude) == {kind}:
+                return True
     return False
 
 
