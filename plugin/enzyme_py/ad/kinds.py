@@ -131,7 +131,7 @@ def check(inst, act, where):
     """Raise the compile error for ``inst`` if its kind has no rule where it is used
     (``where``: the location text, or a function returning it)."""
     status, reason = _status(inst)
-    if isinstance(inst, (I.Call, I.Ret)):
+    if isinstance(inst, I.Call):
         _check_float_bits_crossing(inst, act, where)
     if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
         return
@@ -305,8 +305,6 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     compile error rather than a lost one.  Bits the other side keeps as an integer (a
     hash of a double key) carry no derivative and are no error.  (``ad/abi.py`` gives a
     whole float passed this way its type back before differentiation.)"""
-    if not isinstance(inst, I.Call):
-        return
     callee = inst.called_function
     if callee is None or callee.is_declaration or callee.name.startswith("llvm."):
         return      # libc/intrinsics: their own rules say what they do

@@ -170,8 +170,11 @@ _HORIZONTAL = {
 }
 
 
-def _lanes(idx):
-    return ConstantAggregate(T.VectorType(T.i32, len(idx)), [ConstantInt(T.i32, i) for i in idx])
+def lane_mask(idx):
+    """A ``shufflevector`` mask of the lane indices ``idx`` (-1: poison)."""
+    from ..ir.values import Poison
+    return ConstantAggregate(T.VectorType(T.i32, len(idx)),
+                             [ConstantInt(T.i32, i) if i >= 0 else Poison(T.i32) for i in idx])
 
 
 def _horizontal(call):
@@ -190,8 +193,8 @@ def _horizontal(call):
     bld = IRBuilder()
     bld.debug_loc = call.get_metadata("dbg")
     bld.position_before(call)
-    x = bld.shufflevector(a, b, _lanes(first))
-    y = bld.shufflevector(a, b, _lanes(second))
+    x = bld.shufflevector(a, b, lane_mask(first))
+    y = bld.shufflevector(a, b, lane_mask(second))
     r = getattr(bld, op)(x, y)
     call.replace_all_uses_with(r)
     call.erase()

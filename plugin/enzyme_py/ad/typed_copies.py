@@ -280,16 +280,18 @@ def _retype_shuffle(sv, module):
     e.debug_loc = sv.get_metadata("dbg")
     a, b = (e.cast("bitcast", o, ft) if not isinstance(o, (Undef, Poison)) else Poison(ft)
             for o in sv.operands[:2])
-    idx = ConstantAggregate(T.VectorType(T.i32, len(grouped)),
-                            [ConstantInt(T.i32, k) if k >= 0 else Poison(T.i32)
-                             for k in grouped])
-    new = e.shufflevector(a, b, idx)
-    for u in list(sv.uses):
+    from .simd import lane_mask
+    _replace_bitcasts(sv, e.shufflevector(a, b, lane_mask(grouped)))
+    return True
+
+
+def _replace_bitcasts(v, new):
+    """The bitcasts that are ``v``'s only uses take ``new`` (of their type); ``v`` goes."""
+    for u in list(v.uses):
         c = u.user
         c.replace_all_uses_with(new)
         c.erase()
-    sv.erase()
-    return True
+    v.erase()
 
 
 def _retype_load(ld, module):
@@ -303,11 +305,7 @@ def _retype_load(ld, module):
     new = e.load(ty, ld.operand(0), align=ld.align)
     # (not its TBAA tag: an integer's, on what is now a float load)
     new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
-    for u in list(ld.uses):
-        c = u.user
-        c.replace_all_uses_with(new)
-        c.erase()
-    ld.erase()
+    _replace_bitcasts(ld, new)
     return True
 
 

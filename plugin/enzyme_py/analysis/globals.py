@@ -22,10 +22,11 @@ shadow is shared by all threads.
 
 from __future__ import annotations
 
-from ..ir.instructions import AtomicRMW, Call, Phi, Ret, Select, Store
+from ..ir.instructions import AtomicRMW, Call, Ret, Store
 from ..ir.module import GlobalVariable
 from ..ir.values import ConstantExpr
 from .activity import floatish, has_pointer, underlying_object
+from .types import _roots
 
 __all__ = ["global_base", "scratch_globals", "shadow_constant", "touches"]
 
@@ -80,28 +81,17 @@ def scratch_globals(functions, inactive=()) -> list:
     return list(out)
 
 
-def _bases(ptr, passed, limit=64):
+def _bases(ptr, passed):
     """The globals ``ptr`` may point into: its own, those of the pointers a phi or select
     chooses between (ping-pong buffers swapped each time step), and those passed for the
     parameter it is based on."""
-    out, work, seen = [], [ptr], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        g = global_base(v, 2)
+    out = []
+    for r in _roots(ptr):
+        g = global_base(r, 2)
         if g is not None:
             out.append(g)
-            continue
-        base = underlying_object(v)
-        if getattr(base, "is_argument", False):
-            out.extend(passed.get(base, ()))
-        elif isinstance(base, Phi):
-            work.extend(x for x, _ in base.incoming)
-        elif isinstance(base, Select):
-            work.extend(base.operands[1:])
+        elif getattr(r, "is_argument", False):
+            out.extend(passed.get(r, ()))
     return out
 
 
@@ -118,10 +108,11 @@ def _globals_passed(functions) -> dict:
             for arg, a in zip(callee.args, inst.args):
                 if not a.type.is_pointer:
                     continue
-                edges += [(arg, g) for g in _bases(a, {})]
-                base = underlying_object(a)
-                if getattr(base, "is_argument", False):
-                    edges.append((arg, base))
+                # a global (directly or through a phi), or the caller's own parameter
+                for r in _roots(a):
+                    g = global_base(r, 2)
+                    if g is not None or getattr(r, "is_argument", False):
+                        edges.append((arg, g if g is not None else r))
     passed: dict = {}
     changed = True
     while changed:
