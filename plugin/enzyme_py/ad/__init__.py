@@ -367,7 +367,7 @@ def _round(module, options, log) -> None:
     from .abi import retype_float_abi
     from .complex import redirect_complex_calls
     from .simd import lower_simd
-    from .typed_copies import retype_float_lanes
+    from .typed_copies import retype_float_lanes, retype_pointer_moves
     from .unwind import strip_invokes
     # unions of a double passed as an i64: see abi.py
     retype_float_abi([module.get_function(c) for c in names])
@@ -377,6 +377,7 @@ def _round(module, options, log) -> None:
         redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
         lower_simd(cf)               # AVX masked tails, hadd: see simd.py
         retype_float_lanes(cf)       # floats moved as integer lanes: see typed_copies.py
+        retype_pointer_moves(cf)     # pointers moved as integers: likewise
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)

@@ -378,7 +378,9 @@ def _holds_a_float(module, p, size, exclude) -> bool:
 
 def _int_cast_involved(inst, act, limit=32) -> bool:
     """Whether the integer operand of an ``inttoptr`` is computed from a pointer that has
-    a shadow (through integer arithmetic)."""
+    a shadow (through integer arithmetic), or from an integer loaded out of memory that
+    may hold such pointers (one loaded whole as the pointer's integer, typed_copies
+    makes a pointer load: this is what is left)."""
     work, seen = [inst.operand(0)], set()
     while work and limit:
         limit -= 1
@@ -388,6 +390,10 @@ def _int_cast_involved(inst, act, limit=32) -> bool:
         seen.add(v)
         if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
             if v.operand(0) in act.shadowed:
+                return True
+        elif isinstance(v, I.Load):
+            p = v.operand(0)
+            if p in act.shadowed and act.may_hold_shadowed_pointers(p):
                 return True
         elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
             work.extend(v.operands)

@@ -28,7 +28,7 @@ from ..ir import types as T
 from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
 from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef
 
-__all__ = ["split_integer_copies", "retype_float_lanes"]
+__all__ = ["split_integer_copies", "retype_float_lanes", "retype_pointer_moves"]
 
 _FIELD = {"float": (T.float, 4), "double": (T.double, 8), "int": (T.i32, 4),
           "ptr": (T.ptr, 8)}
@@ -337,4 +337,66 @@ def retype_float_lanes(fn) -> int:
                                       and ld.type.element.is_int) \
                 and _retype_load(ld, module):
             n += 1
+    return n
+
+
+# Pointers moved as integers.  A C++ view holding one reference (Eigen's ``Transpose``,
+# any ``struct { const T &m; }``) is trivially copyable: its copy is an 8-byte memcpy,
+# which instcombine turns into ``load i64`` + ``store i64`` before it is inlined; SROA
+# then reads the pointer back out of the integer with ``inttoptr``.  Activity follows
+# shadowed pointers through memory by their type, so the pointer out of ``inttoptr``
+# had no shadow: what was read through it counted as constant -- the gradient of
+# ``A * A.transpose()`` was half of what it is at -O1..-O3, silently.  Before
+# differentiation such a load becomes a pointer load (its other uses take a
+# ``ptrtoint`` of it), and a ``ptrtoint`` stored as an integer is stored as the pointer:
+# the same bytes, read and written at the same points, now typed.
+
+
+def _pointer_sized(ty, module) -> bool:
+    return ty.is_int and ty.width == 8 * module.datalayout.store_size(T.ptr)
+
+
+def _retype_pointer_load(ld, module) -> bool:
+    casts = [u.user for u in ld.uses if isinstance(u.user, Cast)
+             and u.user.opcode == "inttoptr" and u.user.type == T.ptr]
+    if not casts or ld.volatile or ld.ordering or not _pointer_sized(ld.type, module):
+        return False
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_before(ld)
+    new = e.load(T.ptr, ld.operand(0), align=ld.align)
+    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    for c in casts:
+        c.replace_all_uses_with(new)
+        c.erase()
+    if ld.uses:
+        e.position_after(new)
+        ld.replace_all_uses_with(e.cast("ptrtoint", new, ld.type))
+    ld.erase()
+    return True
+
+
+def _retype_pointer_store(st, module) -> bool:
+    x = st.operand(0)
+    if not (isinstance(x, Cast) and x.opcode == "ptrtoint" and x.operand(0).type == T.ptr
+            and _pointer_sized(x.type, module)) or st.volatile or st.ordering:
+        return False
+    st.set_operand(0, x.operand(0))
+    st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
+    if not x.uses:
+        x.erase()
+    return True
+
+
+def retype_pointer_moves(fn) -> int:
+    """Give the pointer-sized integer loads of ``fn`` (a private copy about to be
+    differentiated) that ``inttoptr`` their value, and the stores of a ``ptrtoint``,
+    the pointer type (see above); return how many were rewritten."""
+    module = fn.parent
+    n = 0
+    for i in list(fn.instructions()):
+        if isinstance(i, Load) and i.type.is_int:
+            n += _retype_pointer_load(i, module)
+        elif isinstance(i, Store):
+            n += _retype_pointer_store(i, module)
     return n
