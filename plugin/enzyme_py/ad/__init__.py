@@ -366,6 +366,7 @@ def _round(module, options, log) -> None:
     rename = {}
     from .abi import retype_float_abi
     from .complex import redirect_complex_calls
+    from .sign_bits import rewrite_sign_masks
     from .simd import lower_simd
     from .typed_copies import retype_float_lanes, retype_pointer_moves
     from .unwind import strip_invokes
@@ -376,6 +377,7 @@ def _round(module, options, log) -> None:
         strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
         redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
         lower_simd(cf)               # AVX masked tails, hadd: see simd.py
+        rewrite_sign_masks(cf)       # sign flips by xor/and/or: see sign_bits.py
         retype_float_lanes(cf)       # floats moved as integer lanes: see typed_copies.py
         retype_pointer_moves(cf)     # pointers moved as integers: likewise
         clone_of[module.get_function(orig)] = cf

@@ -145,8 +145,9 @@ def check(inst, act, where):
     if callable(where):
         where = where()
     if status == RULE or status == INACTIVE:
+        from ..analysis.activity import code_pointer
         if isinstance(inst, I.Cast) and CAST_OPCODES.get(inst.opcode, ERROR) == ERROR \
-                and _int_cast_involved(inst, act):
+                and _int_cast_involved(inst, act) and not code_pointer(inst):
             raise NoDerivativeError(
                 f"'{inst.opcode}' makes a pointer out of an integer that came from a pointer "
                 "with a shadow: the shadow cannot follow", location=where,
@@ -237,8 +238,9 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
     -- a float reinterpreted as an integer (a bitcast of an active value, or an integer
     load of memory with a shadow that holds floats), then rearranged: ``memcpy(&u64, x,
     8); y = (float)bits(u64 >> 32)``, or LLVM's ``bitcast <8 x float> to i256; lshr;
-    trunc; bitcast to <4 x float>``.  A plain round trip (bitcast there and back, an
-    integer copy) keeps its derivative."""
+    trunc; bitcast to <4 x float>``; or read whole from memory as an integer and
+    bitcast (the integer load has uses ``typed_copies`` cannot retype).  A plain round
+    trip (bitcast there and back, an integer copy) keeps its derivative."""
     from ..analysis.activity import floatish
     if inst.opcode != "bitcast":
         return False    # sitofp/uitofp convert an integer's value: no float bits there
@@ -246,7 +248,12 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
             or inst.type.is_vector and floatish(inst.type)
             and inst.operand(0).type.is_vector and inst.operand(0).type.element.is_int):
         return False
-    return _float_bits(inst.operand(0), act, moved_only=True, limit=limit)
+    x = inst.operand(0)
+    if isinstance(x, I.Load) and _float_bits(x, act, limit=limit):
+        # floats read whole as an integer that typed_copies could not retype (the load
+        # has other uses): the derivative does not follow the bitcast
+        return True
+    return _float_bits(x, act, moved_only=True, limit=limit)
 
 
 def _float_bits(value, act, moved_only=False, limit=32) -> bool:

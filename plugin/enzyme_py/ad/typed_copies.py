@@ -204,7 +204,10 @@ def split_integer_copies(module, functions) -> int:
 # off, silently).  ``retype_float_lanes`` gives such code its float type back: a shuffle
 # of integer lanes that moves whole floats (aligned groups of lanes, kept together) and
 # is only bitcast to a float vector becomes a shuffle of that float vector, and an
-# integer load that is only bitcast to one float type becomes a load of that type.
+# integer load that is bitcast to one float type -- perhaps also stored as it is (a copy
+# loop with SSE's integer loads, ``_mm_loadu_si128`` over doubles) -- becomes a load
+# of that type: the stores store the floats, other uses (an integer compare of the
+# bits) take them bitcast back.
 
 
 def _float_vector(n_bytes, like):
@@ -217,12 +220,15 @@ def _float_vector(n_bytes, like):
     return T.VectorType(el, total // n_bytes)
 
 
-def _only_bitcast_to(v):
-    """The one float (or float vector) type every use of ``v`` bitcasts it to, or None."""
+def _only_bitcast_to(v, others=False):
+    """The one float (or float vector) type every use of ``v`` bitcasts it to, or None
+    (``others``: other uses are allowed besides, at least one bitcast is needed)."""
     ty = None
     for u in v.uses:
         c = u.user
         if not (isinstance(c, Cast) and c.opcode == "bitcast"):
+            if others:
+                continue
             return None
         t = c.type
         if not (t.is_float or t.is_vector and t.element.is_float) or ty not in (None, t):
@@ -286,16 +292,30 @@ def _retype_shuffle(sv, module):
 
 
 def _replace_bitcasts(v, new):
-    """The bitcasts that are ``v``'s only uses take ``new`` (of their type); ``v`` goes."""
+    """The bitcasts of ``v`` to ``new``'s type take ``new``; stores of ``v`` store
+    ``new``, and its other uses (an integer compare of the bits) a bitcast of ``new``
+    back; ``v`` goes."""
+    back = None
     for u in list(v.uses):
         c = u.user
-        c.replace_all_uses_with(new)
-        c.erase()
+        if isinstance(c, Cast) and c.opcode == "bitcast" and c.type == new.type:
+            c.replace_all_uses_with(new)
+            c.erase()
+        elif isinstance(c, Store) and u.index == 0:
+            c.set_operand(0, new)
+            c.metadata = [m for m in c.metadata if m[0] != "tbaa"]
+        else:
+            if back is None:
+                from .emit import Emitter
+                e = Emitter(new.parent.parent.parent)
+                e.position_after(new)
+                back = e.cast("bitcast", new, v.type)
+            c.set_operand(u.index, back)
     v.erase()
 
 
 def _retype_load(ld, module):
-    ty = _only_bitcast_to(ld)
+    ty = _only_bitcast_to(ld, others=True)
     dl = module.datalayout
     if ty is None or ld.volatile or ld.ordering or dl.store_size(ty) != dl.store_size(ld.type):
         return False
@@ -309,7 +329,7 @@ def _retype_load(ld, module):
     return True
 
 
-def _fold_bitcast_pairs(fn) -> None:
+def fold_bitcast_pairs(fn) -> None:
     """``bitcast (bitcast x to I) to F`` where x is already an F: x."""
     for c in list(fn.instructions()):
         if isinstance(c, Cast) and c.opcode == "bitcast" and c.parent is not None:
@@ -331,7 +351,7 @@ def retype_float_lanes(fn) -> int:
         if sv.parent is not None and sv.type.element.is_int and _retype_shuffle(sv, module):
             n += 1
     if n:
-        _fold_bitcast_pairs(fn)
+        fold_bitcast_pairs(fn)
     for ld in [i for i in fn.instructions() if isinstance(i, Load)]:
         if ld.parent is not None and (ld.type.is_int or ld.type.is_vector
                                       and ld.type.element.is_int) \
@@ -347,9 +367,10 @@ def retype_float_lanes(fn) -> int:
 # shadowed pointers through memory by their type, so the pointer out of ``inttoptr``
 # had no shadow: what was read through it counted as constant -- the gradient of
 # ``A * A.transpose()`` was half of what it is at -O1..-O3, silently.  Before
-# differentiation such a load becomes a pointer load (its other uses take a
-# ``ptrtoint`` of it), and a ``ptrtoint`` stored as an integer is stored as the pointer:
-# the same bytes, read and written at the same points, now typed.
+# differentiation such a load, when it is only made a pointer, becomes a pointer load,
+# and a ``ptrtoint`` stored as an integer is stored as the pointer: the same bytes, read
+# and written at the same points, now typed.  (An integer that is also used as one -- a
+# pointer to member function, tested for its virtual bit -- stays an integer.)
 
 
 def _pointer_sized(ty, module) -> bool:
@@ -359,7 +380,8 @@ def _pointer_sized(ty, module) -> bool:
 def _retype_pointer_load(ld, module) -> bool:
     casts = [u.user for u in ld.uses if isinstance(u.user, Cast)
              and u.user.opcode == "inttoptr" and u.user.type == T.ptr]
-    if not casts or ld.volatile or ld.ordering or not _pointer_sized(ld.type, module):
+    if not casts or len(casts) != len(ld.uses) or ld.volatile or ld.ordering \
+            or not _pointer_sized(ld.type, module):
         return False
     from .emit import Emitter
     e = Emitter(module)
@@ -369,9 +391,6 @@ def _retype_pointer_load(ld, module) -> bool:
     for c in casts:
         c.replace_all_uses_with(new)
         c.erase()
-    if ld.uses:
-        e.position_after(new)
-        ld.replace_all_uses_with(e.cast("ptrtoint", new, ld.type))
     ld.erase()
     return True
 
@@ -390,7 +409,7 @@ def _retype_pointer_store(st, module) -> bool:
 
 def retype_pointer_moves(fn) -> int:
     """Give the pointer-sized integer loads of ``fn`` (a private copy about to be
-    differentiated) that ``inttoptr`` their value, and the stores of a ``ptrtoint``,
+    differentiated) that only ``inttoptr`` their value, and the stores of a ``ptrtoint``,
     the pointer type (see above); return how many were rewritten."""
     module = fn.parent
     n = 0

@@ -54,7 +54,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
-           "underlying_object", "pointer_aggregate"]
+           "underlying_object", "pointer_aggregate", "code_pointer"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
@@ -268,7 +268,7 @@ class Activity:
             if isinstance(i, InsertValue):
                 return "shadow" if ops[0] in self.shadowed or ops[1] in self.shadowed \
                     else None
-        if ty.is_pointer and isinstance(i, (Load, Phi, Select, Cast)) and _code_pointer(i):
+        if ty.is_pointer and isinstance(i, (Load, Phi, Select, Cast)) and code_pointer(i):
             return None     # a function called through it: code, its own "shadow"
         if ty.is_pointer or pointer_aggregate(ty):
             if isinstance(i, Alloca):
@@ -484,7 +484,7 @@ def struct_return_origin(p):
     return None
 
 
-def _code_pointer(v, limit=16) -> bool:
+def code_pointer(v, limit=16) -> bool:
     """Whether the pointer ``v`` is only ever called (the callee of calls, through phis,
     selects and casts; compared, as a dispatch does): a function, not data -- a C++
     pointer to member function, whose callee is a vtable slot or the pointer itself
