@@ -190,3 +190,44 @@ def test_captureless_lambda_converted_to_a_pointer(tmp_path, opt):
     rev, fwd, want = (float(v) for v in subprocess.run([str(exe)], capture_output=True,
                                                        text=True).stdout.split())
     assert rev == pytest.approx(want, rel=1e-14) and fwd == pytest.approx(want, rel=1e-14)
+
+
+# Reference activities (Duplicated<const V &>{v, dv}): the call passed the object and
+# its shadow by value, as copies, and the gradient went into the copy of the shadow:
+# zeros, silently, at every level (rounds S and T).  A reference is a pointer in the
+# ABI, and that is what the header passes now.
+REFERENCES = r"""
+#include <enzyme/enzyme>
+#include <cstdio>
+#include <vector>
+struct vec3 { double x, y, z; };
+double f(const vec3 &a) { return a.x * a.y + 3.0 * a.z; }
+double g(const std::vector<double> &v, const std::vector<double> &w) {
+  double s = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) s += w[i] * v[i] * v[i];
+  return s;
+}
+int main() {
+  vec3 a{2, 5, 7}, da{0, 0, 0}, ta{1, 0, 2};
+  enzyme::autodiff<enzyme::Reverse>(f, enzyme::Duplicated<const vec3 &>(a, da));
+  double t = enzyme::get<0>(
+      enzyme::autodiff<enzyme::Forward>(f, enzyme::Duplicated<const vec3 &>(a, ta)));
+  std::printf("vec3 %g %g %g %g\n", da.x, da.y, da.z, t);
+  std::vector<double> v = {3, 4}, dv = {0, 0}, w = {0.5, 2};
+  enzyme::autodiff<enzyme::Reverse>(g, enzyme::Duplicated<const std::vector<double> &>(v, dv),
+                                    enzyme::Const<const std::vector<double> &>(w));
+  std::printf("vector %g %g\n", dv[0], dv[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_reference_activities(tmp_path, opt):
+    r, exe = _build(tmp_path, REFERENCES, opt)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    assert v["vec3"] == [5, 2, 3, 11]          # (y, x, 3); along (1, 0, 2): 5 + 6
+    assert v["vector"] == [3, 16]              # 2 w v
