@@ -127,3 +127,52 @@ int main(void) {
 def test_reverse_adjoint_reaches_the_callers_shadow(tmp_path, opt):
     assert run(tmp_path, ADDRESS_PROGRAM, opt).count("ok ") == 7
 
+
+
+# A struct parameter reassigned (``a = qnorm(a)``) in a function the derivative calls
+# twice: the callee's derivative worked on the caller's shadow as if it were its own
+# copy's, so the reverse sweep moved (and zeroed) adjoints the caller had gathered from
+# the other call, and forward mode left the first call's tangent in the caller's shadow
+# for the second: all four gradients wrong at -O0 (round S; real Enzyme 15 prints the
+# same wrong numbers).  The derivative now keeps a private shadow of the copy: the
+# adjoints it gathers are added to the caller's at its end.
+TWICE_PROGRAM = r"""
+typedef struct { double w, x, y, z; } quat;
+static quat qnorm(quat q) {
+    double n = sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+    quat r = {q.w / n, q.x / n, q.y / n, q.z / n};
+    return r;
+}
+static double f(quat a, double t) {
+    a = qnorm(a);
+    return sin(t * a.w) + a.x * a.y;
+}
+double loss(const quat *k) {
+    double E = 0;
+    for (int s = 0; s < 2; s++) E += f(k[0], 1.0 + s) * (s + 1);
+    return E + k[0].z * f(k[0], 0.5);
+}
+int main(void) {
+    quat k[1] = {{1, 0.1, 0.2, 0.3}}, dk[1] = {{0, 0, 0, 0}};
+    __enzyme_autodiff((void *)loss, enzyme_dup, k, dk);
+    for (int i = 0; i < 4; i++) {
+        double *p = &k[0].w, s = p[i], h = 1e-6;
+        p[i] = s + h; double a = loss(k);
+        p[i] = s - h; double b = loss(k);
+        p[i] = s;
+        quat t[1] = {{0, 0, 0, 0}};
+        (&t[0].w)[i] = 1;
+        char what[32];
+        sprintf(what, "reverse %d", i);
+        check(what, (&dk[0].w)[i], (a - b) / (2 * h));
+        sprintf(what, "forward %d", i);
+        check(what, __enzyme_fwddiff_d((void *)loss, enzyme_dup, k, t), (a - b) / (2 * h));
+    }
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_struct_parameter_reassigned_in_a_function_called_twice(tmp_path, opt):
+    assert run(tmp_path, TWICE_PROGRAM, opt).count("ok ") == 8

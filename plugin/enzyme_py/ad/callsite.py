@@ -17,7 +17,7 @@ from ..ir.instructions import Call, Cast, Invoke, Load, Ret
 from ..ir.instructions import Alloca
 from ..ir.values import ConstantFP, ConstantInt, Undef, ZeroInit
 from .runtime import TAPE_TYPE
-from .emit import Emitter
+from .emit import Emitter, attr_type
 from .errors import CallSiteError, MissingDefinitionError
 from .unwind import guarded
 
@@ -499,7 +499,7 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
     for bnd in site.bindings:
         pty = fn.args[bnd.index].type
         if bnd.value is None:   # the primal result of a forward sret function (parse_site)
-            scratch = Alloca(_attr_type(fn.args[bnd.index], "sret"), align=16)
+            scratch = Alloca(attr_type(fn.args[bnd.index], "sret"), align=16)
             site.call.function.entry_block.insert(0, scratch)
             bnd.value = scratch
         out.append(_coerce(e, bnd.value, pty, loc))
@@ -511,7 +511,7 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
             # memory when it passed a pointer (&dv, as Enzyme reads the signature), a
             # copy when it passed the struct by value (its own copy already, maybe
             # folded into read-only data)
-            byval = _attr_type(fn.args[bnd.index], "byval")
+            byval = attr_type(fn.args[bnd.index], "byval")
             if byval is not None and site.mode not in ("forward", "batch") and not bnd.by_value:
                 byval = None
             if bnd.dupv is not None:
@@ -547,15 +547,6 @@ def _guard_distinct(e, site, loc) -> None:
         e.call(alias_guard(site.call.module),
                [_coerce(e, value[i], T.ptr, loc), _coerce(e, value[j], T.ptr, loc),
                 _string(site.call.module, msg), ConstantInt(T.i64, len(msg.encode()))])
-
-
-def _attr_type(arg, attr):
-    """The type an attribute of a parameter names (``byval(T)``, ``sret(T)``), or None."""
-    text = Attributes.parse(arg.attrs).arg(attr)
-    if text is None:
-        return None
-    from ..ir.parser import Parser
-    return Parser(arg.parent.parent, text).parse_type()
 
 
 def _private_copy(e, site, p, ty):

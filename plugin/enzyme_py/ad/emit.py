@@ -80,6 +80,78 @@ def keep_byval(primal, fn, kinds, width=1) -> None:
         i += 1 + (width if k == "dup" else 0)
 
 
+def attr_type(arg, attr):
+    """The type an attribute of a parameter names (``byval(T)``, ``sret(T)``), or None."""
+    from ..ir.attributes import Attributes
+    text = Attributes.parse(arg.attrs).arg(attr)
+    if text is None:
+        return None
+    from ..ir.parser import Parser
+    return Parser(arg.parent.parent, text).parse_type()
+
+
+def _leaves(ty, dl, base, out, most):
+    """(offset, type) of the float (or float vector) and pointer leaves of ``ty``."""
+    if len(out) > most:
+        return
+    if ty.is_fp_or_fp_vector or ty.is_pointer:
+        out.append((base, ty))
+    elif ty.is_struct:
+        for t, o in zip(ty.elements, dl.field_offsets(ty)):
+            _leaves(t, dl, base + o, out, most)
+    elif ty.is_array:
+        n = dl.size_in_bytes(ty.element)
+        for k in range(ty.count):
+            _leaves(ty.element, dl, base + k * n, out, most)
+
+
+def byval_shadow(e, arg, shadow, adjoint):
+    """The shadow of the by-value parameter ``arg`` (``byval(T)``: the function's own
+    copy of the caller's object) inside a derivative, made where ``e`` is, or None for
+    another parameter.  The caller passes its own shadow (``keep_byval``); the
+    derivative must not write there, as the primal does not write the caller's object
+    -- a struct parameter reassigned in a function called twice (``a = qnorm(a)``) left
+    the first call's tangent, or zeroed the adjoints the caller had gathered, in the
+    caller's shadow.  Forward mode: a private copy of the caller's tangents.  Reverse
+    mode (``adjoint``): a private shadow with the caller's shadow pointers and zero
+    adjoints; ``add_back_byval`` adds its adjoints to the caller's at the end, as the
+    copy the call made of the caller's object is undone."""
+    ty = attr_type(arg, "byval")
+    if ty is None:
+        return None
+    dl = e.module.datalayout
+    size = ConstantInt(T.i64, dl.size_in_bytes(ty))
+    priv = e.alloca(ty, align=16)
+    if not adjoint:
+        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+        e.call(memcpy, [priv, shadow, size, ConstantInt(T.i1, 0)])
+        return priv
+    leaves = []
+    _leaves(ty, dl, 0, leaves, 4096)
+    if len(leaves) > 4096:
+        from .errors import ADError
+        raise ADError(f"a struct passed by value with more than 4096 fields ({ty}) to a "
+                      "function differentiated in reverse mode",
+                      hint="pass it by pointer (const T *)")
+    memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+    e.call(memset, [priv, ConstantInt(T.i8, 0), size, ConstantInt(T.i1, 0)])
+    for off, t in leaves:
+        if t.is_pointer:
+            e.store(e.load(t, e.gep_bytes(shadow, off)), e.gep_bytes(priv, off))
+    return priv, ty
+
+
+def add_back_byval(e, priv, ty, shadow):
+    """Add the adjoints in ``priv`` (``byval_shadow``'s, of type ``ty``) to the caller's
+    shadow, where ``e`` is."""
+    leaves = []
+    _leaves(ty, e.module.datalayout, 0, leaves, 4096)
+    for off, t in leaves:
+        if t.is_fp_or_fp_vector:
+            q = e.gep_bytes(shadow, off)
+            e.store(e.fadd(e.load(t, q), e.load(t, e.gep_bytes(priv, off))), q)
+
+
 def copy_body(src, dst, vmap):
     """Append a copy of ``src``'s blocks to the function ``dst``.
 

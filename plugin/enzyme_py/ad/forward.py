@@ -33,9 +33,9 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
-from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, made_of_own_shadows,
-                   no_pointer_set_yet, passes_shadow, returns_own_shadows, sync_text_objects,
-                   zero)
+from .emit import (Emitter, byval_shadow, copy_body, keep_byval, loaded_own_shadow,
+                   made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
+                   sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
@@ -132,6 +132,10 @@ class ForwardGen:
                 (self.sh if a.type.is_pointer else self.tan)[a] = list(lanes)
         copy_body(P, F, vmap)
         self.vmap = vmap
+        # by-value parameters: private tangents (see emit.byval_shadow)
+        self.e.position_at_start(F.blocks[0])
+        for a, lanes in self.sh.items():     # (the arguments' so far)
+            self.sh[a] = [byval_shadow(self.e, a, s, adjoint=False) or s for s in lanes]
         self.pending = []
         check_never(self.cfg.rpo, self.act, self.ctx.err_loc)
         for b in self.cfg.rpo:

@@ -42,8 +42,8 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
-from .emit import (Emitter, Lazy, acc_zero, keep_byval, loaded_own_shadow, made_of_own_shadows,
-                   no_pointer_set_yet, returns_own_shadows)
+from .emit import (Emitter, Lazy, acc_zero, byval_shadow, keep_byval, loaded_own_shadow,
+                   made_of_own_shadows, no_pointer_set_yet, returns_own_shadows)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
@@ -382,6 +382,14 @@ class ReverseGen:
         self.dret = R.args[i] if self.ret_active else None   # the result's adjoint
         self.tape_rev = R.args[-1]
         self.rentry = R.append_basic_block("entry")
+        # by-value parameters: a private shadow, its adjoints added back at the end
+        self.byval_adjoints = []
+        self.e.position_at_end(self.rentry)
+        for a in list(shad):
+            got = byval_shadow(self.e, a, shad[a], adjoint=True)
+            if got is not None:
+                self.byval_adjoints.append((got[0], got[1], shad[a]))
+                shad[a] = got[0]
         self.rpop, self.rhead, self.rbody = {}, {}, {}
         for b in self.cfg.rpo:
             nm = b.name or "bb"
