@@ -459,6 +459,8 @@ def _round(module, options, log) -> None:
     for c in list(clone_of.values()):
         if not c.uses:
             c.erase()
+    from .emit import byval_at_call_sites
+    byval_at_call_sites(list(module.functions))
     module.__dict__.pop("typetree_scope", None)
     n = ctx.stats["instructions"]
     dt = t3 - t2

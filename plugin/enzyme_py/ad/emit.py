@@ -80,6 +80,30 @@ def keep_byval(primal, fn, kinds, width=1) -> None:
         i += 1 + (width if k == "dup" else 0)
 
 
+def byval_at_call_sites(functions) -> None:
+    """Give the direct calls of ``functions`` the ``byval`` attributes of their callees'
+    parameters where the call lacks them (the derivative functions ``keep_byval`` marks
+    are called by code the AD pass writes).  LLVM makes the copy either way, but its
+    dead-store elimination reads the call's attributes: it took a callee's ``byval``
+    parameter for its own memory and the caller's stores to the object passed as dead
+    -- the reverse sweep then read what was never written (an SDF scene's gradient,
+    garbage at -O2)."""
+    from ..ir.attributes import Attributes
+    from ..ir.instructions import Call
+    for f in functions:
+        marked = [(i, a.attrs) for i, a in enumerate(f.args) if "byval(" in (a.attrs or "")]
+        if not marked:
+            continue
+        for u in f.uses:
+            c = u.user
+            if not isinstance(c, Call) or c.callee is not f:
+                continue
+            for i, attrs in marked:
+                have = c.arg_attrs[i] or ""
+                if Attributes.parse(have).arg("byval") is None:
+                    c.arg_attrs[i] = (have + " " + attrs).strip()
+
+
 def attr_type(arg, attr):
     """The type an attribute of a parameter names (``byval(T)``, ``sret(T)``), or None."""
     from ..ir.attributes import Attributes
