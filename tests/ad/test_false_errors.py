@@ -1082,3 +1082,42 @@ int main(int argc, char **argv) {
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
 def test_call_sites_merged_on_a_select_of_functions(tmp_path, opt):
     run(tmp_path, CHOSEN, opt)
+
+
+# A helper that stores a pointer into a local pointer variable of its caller
+# (``set(&p, w)``), with ``w`` an enzyme_const argument: the variable escaped into the
+# call, so it was taken to hold pointers with shadows, and the helper's store of one
+# without a shadow was refused ("mixed") at every level once the helper is not inlined
+# (round T; real Enzyme 15 builds it).  Activity now follows a local through a call to a
+# function that only stores, through that parameter, its other arguments or pointers
+# loaded through them.  The same helper given a duplicated pointer keeps the shadow.
+STORED_BY_A_HELPER = r"""
+typedef struct { const double *lo, *hi; } Range;
+__attribute__((noinline)) static void set(const double **dst, const double *src) { *dst = src; }
+__attribute__((noinline)) static void upper(const double **dst, const Range *r) { *dst = r->hi; }
+double f(const double *theta, const double *w, const Range *r) {
+    const double *p, *q, *t;
+    set(&p, w);                 /* constant data */
+    set(&q, theta);             /* the duplicated argument */
+    upper(&t, r);               /* a pointer loaded through a constant struct */
+    return p[1] * theta[0] * theta[0] + q[1] * t[0] * 3.0;
+}
+int main(void) {
+    double w[3] = {1, 2, 3}, th[2] = {0.5, -1.5}, g[2] = {0, 0}, lo = 7, hi = 4;
+    Range r = {&lo, &hi};
+    __enzyme_autodiff((void *)f, enzyme_dup, th, g, enzyme_const, w, enzyme_const, &r);
+    /* f = w1 th0^2 + 3 hi th1 */
+    check("d/dth0", g[0], 2 * w[1] * th[0]);
+    check("d/dth1", g[1], 3 * hi);
+    double t[2] = {1, 0};
+    check("tangent", __enzyme_fwddiff_d((void *)f, enzyme_dup, th, t, enzyme_const, w,
+                                        enzyme_const, &r), 2 * w[1] * th[0]);
+    check("w kept", w[1], 2);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_pointer_stored_into_a_local_by_a_helper(tmp_path, opt):
+    assert run(tmp_path, STORED_BY_A_HELPER, opt).count("ok ") == 4

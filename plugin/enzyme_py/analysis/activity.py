@@ -204,7 +204,7 @@ class Activity:
         from it reaches an output.  Assume none does; take back the ones with such a
         load; repeat until nothing changes."""
         quiet = {}
-        for a in [a for a, st in self.slots.items() if not st.ptrs] + [
+        for a in [a for a, st in self.slots.items() if not st.ptrs and not st.loaded] + [
                 i for i in insts if isinstance(i, Call) and _fresh_block(i)]:
             if a in self.shadowed:
                 derived = _derived_pointers(a)
@@ -275,7 +275,7 @@ class Activity:
                 st = self.slots.get(i)
                 if st is None:
                     return "shadow" if _alloca_may_hold_float(i) else None
-                return "shadow" if st.floats or any(v in self.shadowed for v in st.ptrs) \
+                return "shadow" if st.floats or st.holds_shadowed(self) \
                     else None
             if isinstance(i, (GEP, Cast)):
                 return "shadow" if ops[0] in self.shadowed else None
@@ -378,7 +378,7 @@ class Activity:
         """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
         False only for a non-escaping local into which no shadowed pointer is stored."""
         st = self.slots.get(underlying_object(p))
-        return st is None or any(v in self.shadowed for v in st.ptrs)
+        return st is None or st.holds_shadowed(self)
 
     def callee_kinds(self, args):
         return ["dup" if a.type.is_pointer and a in self.shadowed
@@ -643,11 +643,61 @@ def _alloca_may_hold_float(a) -> bool:
 
 
 class _Slot:
-    __slots__ = ("ptrs", "floats")
+    __slots__ = ("ptrs", "loaded", "floats")
 
     def __init__(self):
         self.ptrs: list = []      # pointer values stored into the local
+        self.loaded: list = []    # pointers to memory whose pointers a callee stores there
         self.floats = False       # whether it may hold floating-point values
+
+    def holds_shadowed(self, act) -> bool:
+        """Whether a pointer with a shadow may be stored into the local."""
+        return any(v in act.shadowed for v in self.ptrs) or any(
+            p in act.shadowed and act.may_hold_shadowed_pointers(p) for p in self.loaded)
+
+
+def _stored_through(call, index):
+    """When the defined function ``call`` calls only stores pointers through its
+    parameter at operand ``index`` -- each one an argument of the call or a pointer
+    loaded through one (a C++ constructor: ``__normal_iterator(const T *const &i) :
+    _M_current(i)``; ``set(&p, w)``) -- the caller's values stored and the caller's
+    pointers through which they are loaded, else None."""
+    from ..ir.module import Function
+    from ..ir.values import Argument, ConstantNull
+    callee = call.called_function
+    if not isinstance(callee, Function) or callee.is_declaration \
+            or index >= call.num_args or call.function_type.varargs \
+            or index >= len(callee.args):
+        return None
+    callee.materialize()
+    ptrs, loaded = [], []
+    work, seen = [callee.args[index]], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if getattr(user, "is_debug_use", False) or _marker(user):
+                continue
+            if isinstance(user, GEP) and u.index == 0:
+                work.append(user)
+                continue
+            if not (isinstance(user, Store) and u.index == 1 and not user.volatile):
+                return None
+            x = user.operand(0)
+            if isinstance(x, ConstantNull):
+                continue
+            if isinstance(x, Argument) and x.type.is_pointer and x is not callee.args[index]:
+                ptrs.append(call.args[x.index])
+            elif isinstance(x, Load) and x.type.is_pointer \
+                    and isinstance(underlying_object(x.operand(0)), Argument) \
+                    and underlying_object(x.operand(0)) is not callee.args[index]:
+                loaded.append(call.args[underlying_object(x.operand(0)).index])
+            else:
+                return None
+    return ptrs, loaded
 
 
 def _read_by_parallel_region(call, index):
@@ -725,6 +775,10 @@ def _local_slots(fn) -> dict:
                         other_stores |= not floatish(x.type)
                 elif _marker(user):
                     pass
+                elif isinstance(user, Call) and _stored_through(user, u.index) is not None:
+                    ptrs, loaded = _stored_through(user, u.index)
+                    st.ptrs.extend(ptrs)
+                    st.loaded.extend(loaded)
                 elif isinstance(user, Call) \
                         and _read_by_parallel_region(user, u.index) is not None:
                     for t in _read_by_parallel_region(user, u.index):
