@@ -613,3 +613,63 @@ def test_copied_std_function_is_never_silently_zero(tmp_path, opt):
     assert r.returncode == 0, r.stderr
     out = subprocess.run([str(tmp_path / "fn")], capture_output=True, text=True)
     assert [float(v) for v in out.stdout.split()] == [7.0, 5.0, 3.0, 2.0]
+
+
+# A range-for over an enzyme_const std::vector (a model's data, a list of springs) at
+# -O0: the iterator is a local that the iterator's constructor, operator*, ++ and !=
+# (out of line at -O0) store to and load from.  It escaped into those calls, so it was
+# taken to hold pointers with shadows, and the constructor's store of the constant
+# vector's begin() was refused ("mixed"; rounds S and T; real Enzyme 15 builds it and,
+# in the spring program, overwrites the constant springs).  Activity now follows a
+# local through calls that only load from it, store into it their other arguments,
+# what they load through them or what they computed from what it held.
+CONST_RANGE_FOR = r"""
+#include <cstdio>
+#include <vector>
+extern "C" { extern int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Spring { int a, b; double rest; };
+double energy(const double *x, const std::vector<Spring> &springs) {
+  double E = 0;
+  for (const Spring &s : springs) { double d = x[s.b] - x[s.a] - s.rest; E += d * d; }
+  return E;
+}
+struct Model {
+  std::vector<double> w;
+  double log_density(const double *theta) const {
+    double lp = 0;
+    for (const auto &x : w) lp += x * theta[0] * theta[1];
+    return lp;
+  }
+};
+static double logdens(const double *theta, const Model *m) { return m->log_density(theta); }
+int main() {
+  std::vector<Spring> S = {{0, 1, 0.5}, {1, 2, 0.5}};
+  double x[3] = {0, 0.7, 1.1};
+  Model m;
+  m.w = {1.0, 2.0, 3.0};
+  double th[2] = {0.5, -0.25};
+  for (int k = 0; k < 3; ++k) {
+    double dx[3] = {0, 0, 0}, t[3] = {0, 0, 0}, h = 1e-6, a[3] = {x[0], x[1], x[2]};
+    double b[3] = {x[0], x[1], x[2]};
+    t[k] = 1; a[k] += h; b[k] -= h;
+    __enzyme_autodiff((void *)energy, enzyme_dup, x, dx, enzyme_const, &S);
+    double f = __enzyme_fwddiff((void *)energy, enzyme_dup, x, t, enzyme_const, &S);
+    std::printf("springs %d %.12g %.12g %.12g\n", k, dx[k], f, (energy(a, S) - energy(b, S)) / (2 * h));
+  }
+  for (int k = 0; k < 2; ++k) {
+    double g[2] = {0, 0}, t[2] = {0, 0}, h = 1e-6, a[2] = {th[0], th[1]}, b[2] = {th[0], th[1]};
+    t[k] = 1; a[k] += h; b[k] -= h;
+    __enzyme_autodiff((void *)logdens, enzyme_dup, th, g, enzyme_const, &m);
+    double f = __enzyme_fwddiff((void *)logdens, enzyme_dup, th, t, enzyme_const, &m);
+    std::printf("model %d %.12g %.12g %.12g\n", k, g[k], f, (logdens(a, &m) - logdens(b, &m)) / (2 * h));
+  }
+  if (S[0].rest != 0.5 || S[1].rest != 0.5 || m.w[1] != 2.0) return 1;   // constants kept
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_range_for_over_a_constant_vector(tmp_path, opt):
+    assert _derivatives(tmp_path, CONST_RANGE_FOR, opt) == {"springs", "model"}

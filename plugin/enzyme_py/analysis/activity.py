@@ -643,61 +643,125 @@ def _alloca_may_hold_float(a) -> bool:
 
 
 class _Slot:
-    __slots__ = ("ptrs", "loaded", "floats")
+    __slots__ = ("ptrs", "loaded", "floats", "called")
 
     def __init__(self):
         self.ptrs: list = []      # pointer values stored into the local
-        self.loaded: list = []    # pointers to memory whose pointers a callee stores there
+        self.loaded: list = []    # pointers through which a callee loads what it stores there
         self.floats = False       # whether it may hold floating-point values
+        self.called = False       # whether it is passed to calls (``_passed_as_slot``)
 
     def holds_shadowed(self, act) -> bool:
-        """Whether a pointer with a shadow may be stored into the local."""
+        """Whether a pointer with a shadow may be stored into the local.  One passed
+        to calls that holds nothing but null (libstdc++'s ``pair(nullptr_slot, node)``
+        at -O0) keeps a shadow, as it had before such locals were followed: null is its
+        own shadow, and the callee may store it beside pointers that have one."""
+        from ..ir.values import ConstantNull
+        if self.called and not self.loaded \
+                and all(isinstance(v, ConstantNull) for v in self.ptrs):
+            return True
         return any(v in act.shadowed for v in self.ptrs) or any(
             p in act.shadowed and act.may_hold_shadowed_pointers(p) for p in self.loaded)
 
 
-def _stored_through(call, index):
-    """When the defined function ``call`` calls only stores pointers through its
-    parameter at operand ``index`` -- each one an argument of the call or a pointer
-    loaded through one (a C++ constructor: ``__normal_iterator(const T *const &i) :
-    _M_current(i)``; ``set(&p, w)``) -- the caller's values stored and the caller's
-    pointers through which they are loaded, else None."""
+def _passed_as_slot(call, index, st) -> bool:
+    """Whether the local passed to ``call`` at operand ``index`` stays followable
+    (``_param_summary``); what the callee may store there goes to ``st``."""
+    got = _param_summary(call, index)
+    if got is None:
+        return False
+    ptrs, loaded, floats, returned = got
+    if returned:      # the call's result is the local again: only loaded from here
+        for u in call.uses:
+            if not (isinstance(u.user, Load) and u.index == 0):
+                return False
+            floats |= floatish(u.user.type)
+    st.ptrs.extend(ptrs)
+    st.loaded.extend(loaded)
+    st.floats |= floats
+    st.called = True
+    return True
+
+
+def _param_summary(call, index, depth=4):
+    """What the defined function ``call`` calls does with the memory its parameter at
+    operand ``index`` points to, when that memory is only a place for pointers
+    and values it loads: it loads from it, stores into it its other arguments,
+    pointers loaded through them or values computed from what it loaded there (a C++
+    iterator's ``operator++``), passes it to functions that do the same (``base()``),
+    returns it (``return *this``).  Returns ``(ptrs, loaded, floats, returned)``:
+    the caller's values stored there, the caller's pointers through which the values
+    stored are loaded, whether floats are stored or loaded there, whether the call's
+    result is the parameter itself; None for any other use."""
     from ..ir.module import Function
-    from ..ir.values import Argument, ConstantNull
+    from ..ir.values import Argument, ConstantNull, Poison, Undef
     callee = call.called_function
-    if not isinstance(callee, Function) or callee.is_declaration \
+    if not isinstance(callee, Function) or callee.is_declaration or depth == 0 \
             or index >= call.num_args or call.function_type.varargs \
             or index >= len(callee.args):
         return None
     callee.materialize()
-    ptrs, loaded = [], []
-    work, seen = [callee.args[index]], set()
+    param = callee.args[index]
+    ptrs, loaded, floats, returned = [], [], False, False
+    aliases, contents = {param}, set()
+    work = [param]
+
+    def outer(v):
+        """The caller's value for the callee's argument ``v``, or None."""
+        return call.args[v.index] if isinstance(v, Argument) and v is not param else None
+
+    def derived_from_contents(x, limit=8):
+        while limit and isinstance(x, (GEP, Cast)):
+            x, limit = x.operand(0), limit - 1
+        return x in contents
+
     while work:
         v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
         for u in v.uses:
             user = u.user
             if getattr(user, "is_debug_use", False) or _marker(user):
                 continue
-            if isinstance(user, GEP) and u.index == 0:
-                work.append(user)
+            if isinstance(user, (GEP, Cast)) and u.index == 0 and user.type.is_pointer:
+                if user not in aliases:
+                    aliases.add(user)
+                    work.append(user)
+            elif isinstance(user, Load) and u.index == 0 and not user.volatile:
+                floats |= floatish(user.type)
+                contents.add(user)
+            elif isinstance(user, Store) and u.index == 1 and not user.volatile:
+                x = user.operand(0)
+                if isinstance(x, (ConstantNull, Undef, Poison)) or derived_from_contents(x):
+                    continue
+                if floatish(x.type):
+                    floats = True
+                elif x.type.is_pointer and outer(x) is not None:
+                    ptrs.append(outer(x))
+                elif isinstance(x, Load) and x.type.is_pointer \
+                        and outer(underlying_object(x.operand(0))) is not None:
+                    loaded.append(outer(underlying_object(x.operand(0))))
+                else:
+                    return None
+            elif isinstance(user, Ret):
+                returned = True
+            elif isinstance(user, ICmp):
                 continue
-            if not (isinstance(user, Store) and u.index == 1 and not user.volatile):
-                return None
-            x = user.operand(0)
-            if isinstance(x, ConstantNull):
-                continue
-            if isinstance(x, Argument) and x.type.is_pointer and x is not callee.args[index]:
-                ptrs.append(call.args[x.index])
-            elif isinstance(x, Load) and x.type.is_pointer \
-                    and isinstance(underlying_object(x.operand(0)), Argument) \
-                    and underlying_object(x.operand(0)) is not callee.args[index]:
-                loaded.append(call.args[underlying_object(x.operand(0)).index])
+            elif isinstance(user, Call) and u.index < user.num_args:
+                sub = _param_summary(user, u.index, depth - 1)
+                if sub is None:
+                    return None
+                sptrs, sloaded, sfloats, sret = sub
+                mapped = [outer(p) for p in sptrs + sloaded]
+                if any(m is None for m in mapped):
+                    return None
+                ptrs.extend(mapped[:len(sptrs)])
+                loaded.extend(mapped[len(sptrs):])
+                floats |= sfloats
+                if sret and user not in aliases:
+                    aliases.add(user)
+                    work.append(user)
             else:
                 return None
-    return ptrs, loaded
+    return ptrs, loaded, floats, returned
 
 
 def _read_by_parallel_region(call, index):
@@ -775,10 +839,8 @@ def _local_slots(fn) -> dict:
                         other_stores |= not floatish(x.type)
                 elif _marker(user):
                     pass
-                elif isinstance(user, Call) and _stored_through(user, u.index) is not None:
-                    ptrs, loaded = _stored_through(user, u.index)
-                    st.ptrs.extend(ptrs)
-                    st.loaded.extend(loaded)
+                elif isinstance(user, Call) and _passed_as_slot(user, u.index, st):
+                    pass
                 elif isinstance(user, Call) \
                         and _read_by_parallel_region(user, u.index) is not None:
                     for t in _read_by_parallel_region(user, u.index):
