@@ -263,3 +263,35 @@ def test_calls_of_derivatives_carry_byval(tmp_path):
     calls = [line for line in ir.splitlines()
              if "call " in line and ("@augmented_map(" in line or "@diffe_map(" in line)]
     assert calls and all("byval(%struct.vec3)" in line for line in calls), calls
+
+
+# A struct of constants passed by value to a function that updates its copy with
+# active values (``q.v[k] += lam * q.v[k] * q.v[k]``): at -O0 LLVM passes the
+# constant initialiser itself (byval makes the copy), which has no shadow, and the
+# callee's stores into its own copy were refused ("an active value is stored into
+# memory that has no shadow"; round S, a templated solver taking std::array by value;
+# real Enzyme 15 builds it).  The derivative now gives such a parameter a private
+# shadow of zeros.
+CONSTANT_BY_VALUE = r"""
+typedef struct { double v[3]; } arr3;
+static double step(arr3 q, double lam) {
+    for (int k = 0; k < 3; k++) q.v[k] += lam * q.v[k] * q.v[k];
+    return q.v[0] + 2 * q.v[1] + 3 * q.v[2];
+}
+double score(double lam) {
+    arr3 q0 = {{0.2, 0.3, 0.4}};
+    return step(q0, lam) * lam;
+}
+int main(void) {
+    double lam = 0.5, s = 0.2 + 0.6 + 1.2, c = 0.04 + 2 * 0.09 + 3 * 0.16;
+    double want = s + 2 * lam * c;                  /* (s + lam c) lam */
+    check("reverse", __enzyme_autodiff_d((void *)score, enzyme_out, lam), want);
+    check("forward", __enzyme_fwddiff_d((void *)score, lam, 1.0), want);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_constant_struct_passed_by_value_and_updated(tmp_path, opt):
+    assert run(tmp_path, CONSTANT_BY_VALUE, opt).count("ok ") == 2

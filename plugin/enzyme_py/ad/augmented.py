@@ -16,7 +16,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, passes_shadow, sync_text_objects
+from .emit import copy_body, passes_shadow, sync_text_objects, zero_shadow
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -81,6 +81,11 @@ class AugmentedForward:
         copy_body(P, aug, vmap)
         gen.vmap = vmap
         gen.sh_aug = dict(shad)
+        e = self.e
+        if gen.private_byval:    # by-value parameters passed without a shadow: see emit.py
+            e.position_at_start(aug.blocks[0])
+            for a in gen.private_byval:
+                gen.sh_aug[a] = zero_shadow(e, a)
         gen.restore_old = {}
         gen.replaced_calls = {}
         e = self.e

@@ -129,6 +129,39 @@ def _leaves(ty, dl, base, out, most):
             _leaves(ty.element, dl, base + k * n, out, most)
 
 
+def byval_without_shadow(primal, kinds) -> set:
+    """The by-value parameters of ``primal`` (``byval(T)``, ``T`` without pointers)
+    that the caller passes without a shadow ("const": a struct of constants, which
+    LLVM may pass straight from its read-only initialiser).  The function's copy is its
+    own: it may store active values there (``q.v[k] += lam * ...``).  Its derivative
+    gives such a parameter a private shadow of zeros, and activity takes it as
+    duplicated (``as_duplicated``)."""
+    from ..analysis.activity import has_pointer
+    out = set()
+    for a, k in zip(primal.args, kinds):
+        if k == "const" and a.type.is_pointer:
+            ty = attr_type(a, "byval")
+            if ty is not None and not has_pointer(ty):
+                out.add(a)
+    return out
+
+
+def as_duplicated(primal, kinds, promoted) -> list:
+    """``kinds`` with the parameters in ``promoted`` (``byval_without_shadow``) "dup"."""
+    return ["dup" if a in promoted else k for a, k in zip(primal.args, kinds)]
+
+
+def zero_shadow(e, arg):
+    """A private shadow of zeros for the by-value parameter ``arg``, where ``e`` is."""
+    ty = attr_type(arg, "byval")
+    priv = e.alloca(ty, align=16)
+    memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+    e.call(memset, [priv, ConstantInt(T.i8, 0),
+                    ConstantInt(T.i64, e.module.datalayout.size_in_bytes(ty)),
+                    ConstantInt(T.i1, 0)])
+    return priv
+
+
 def byval_shadow(e, arg, shadow, adjoint):
     """The shadow of the by-value parameter ``arg`` (``byval(T)``: the function's own
     copy of the caller's object) inside a derivative, made where ``e`` is, or None for
