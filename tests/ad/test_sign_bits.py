@@ -192,3 +192,9 @@ def test_eigen_quaternion_product_and_4x4_inverse(tmp_path, opt):
     r, exe = _build(tmp_path, GEOMETRY, opt, cxx=True, extra=["-std=c++17", f"-I{EIGEN}"])
     assert r.returncode == 0, r.stderr
     assert len(_check_lines(exe, 1e-6)) == 4
+
+
+def test_verbose_names_the_rewrite(tmp_path):
+    r, _ = _build(tmp_path, SSE, "-O2", extra=["-v"])
+    assert r.returncode == 0, r.stderr
+    assert "rewrites before AD: sign masks on float bits" in r.stderr, r.stderr

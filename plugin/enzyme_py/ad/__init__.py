@@ -365,21 +365,13 @@ def _round(module, options, log) -> None:
     clone_of = {}
     rename = {}
     from .abi import retype_float_abi
-    from .complex import redirect_complex_calls
-    from .sign_bits import rewrite_sign_masks
-    from .simd import lower_simd
-    from .typed_copies import retype_float_lanes, retype_pointer_moves
-    from .unwind import strip_invokes
+    from .rewrites import describe, run_rewrites
     # unions of a double passed as an i64: see abi.py
     retype_float_abi([module.get_function(c) for c in names])
+    rewritten: dict = {}
     for cname, orig in names.items():
         cf = module.get_function(cname)
-        strip_invokes(cf)   # derivative code does not unwind (see unwind.py)
-        redirect_complex_calls(cf)   # cexp, __muldc3, ...: see complex.py
-        lower_simd(cf)               # AVX masked tails, hadd: see simd.py
-        rewrite_sign_masks(cf)       # sign flips by xor/and/or: see sign_bits.py
-        retype_float_lanes(cf)       # floats moved as integer lanes: see typed_copies.py
-        retype_pointer_moves(cf)     # pointers moved as integers: likewise
+        run_rewrites(cf, rewritten)     # see rewrites.py
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)
@@ -390,8 +382,11 @@ def _round(module, options, log) -> None:
     module.typetree_scope = [f for f in module.functions
                              if f.is_materialized and not f.is_declaration]
     from .typed_copies import split_integer_copies
-    if split_integer_copies(module, list(clone_of.values())):   # see typed_copies.py
+    split = split_integer_copies(module, list(clone_of.values()))   # see typed_copies.py
+    if split:
         module.typetree_scope = list(module.typetree_scope)     # analysed again
+    rewritten["integer copies of small structs"] = split
+    log(describe(rewritten))
     ctx = Context(module, rename, log)
     ctx.strong_zero = options.get("strong-zero", "0") != "0"
     ctx.clone_of = clone_of     # indirect calls dispatch to the candidates' copies

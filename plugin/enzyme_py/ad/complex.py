@@ -187,10 +187,12 @@ def _reference(module, name):
     return fn
 
 
-def redirect_complex_calls(fn) -> None:
+def redirect_complex_calls(fn) -> int:
     """In ``fn`` (a private copy about to be differentiated), call the reference
-    implementations instead of the C library's complex functions."""
+    implementations instead of the C library's complex functions; return how many
+    calls were redirected."""
     module = fn.parent
+    n = 0
     for inst in list(fn.instructions()):
         if not isinstance(inst, Call):
             continue
@@ -204,3 +206,5 @@ def redirect_complex_calls(fn) -> None:
         ref = _reference(module, name)
         inst.callee = ref
         inst.function_type = ref.function_type
+        n += 1
+    return n
