@@ -703,7 +703,7 @@ def _param_summary(call, index, depth=4):
     callee.materialize()
     param = callee.args[index]
     ptrs, loaded, floats, returned = [], [], False, False
-    aliases, contents = {param}, set()
+    aliases, contents, stored = {param}, set(), []
     work = [param]
 
     def outer(v):
@@ -729,18 +729,7 @@ def _param_summary(call, index, depth=4):
                 floats |= floatish(user.type)
                 contents.add(user)
             elif isinstance(user, Store) and u.index == 1 and not user.volatile:
-                x = user.operand(0)
-                if isinstance(x, (ConstantNull, Undef, Poison)) or derived_from_contents(x):
-                    continue
-                if floatish(x.type):
-                    floats = True
-                elif x.type.is_pointer and outer(x) is not None:
-                    ptrs.append(outer(x))
-                elif isinstance(x, Load) and x.type.is_pointer \
-                        and outer(underlying_object(x.operand(0))) is not None:
-                    loaded.append(outer(underlying_object(x.operand(0))))
-                else:
-                    return None
+                stored.append(user.operand(0))     # (judged once every load is seen)
             elif isinstance(user, Ret):
                 returned = True
             elif isinstance(user, ICmp):
@@ -761,6 +750,18 @@ def _param_summary(call, index, depth=4):
                     work.append(user)
             else:
                 return None
+    for x in stored:
+        if isinstance(x, (ConstantNull, Undef, Poison)) or derived_from_contents(x):
+            continue
+        if floatish(x.type):
+            floats = True
+        elif x.type.is_pointer and outer(x) is not None:
+            ptrs.append(outer(x))
+        elif isinstance(x, Load) and x.type.is_pointer \
+                and outer(underlying_object(x.operand(0))) is not None:
+            loaded.append(outer(underlying_object(x.operand(0))))
+        else:
+            return None
     return ptrs, loaded, floats, returned
 
 
