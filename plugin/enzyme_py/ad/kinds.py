@@ -239,7 +239,8 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
     load of memory with a shadow that holds floats), then rearranged: ``memcpy(&u64, x,
     8); y = (float)bits(u64 >> 32)``, or LLVM's ``bitcast <8 x float> to i256; lshr;
     trunc; bitcast to <4 x float>``; or read whole from memory as an integer and
-    bitcast (the integer load has uses ``typed_copies`` cannot retype).  A plain round
+    bitcast, where ``typed_copies`` left the load an integer (volatile, or bitcast to
+    two float types).  A plain round
     trip (bitcast there and back, an integer copy) keeps its derivative."""
     from ..analysis.activity import floatish
     if inst.opcode != "bitcast":
@@ -250,8 +251,8 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
         return False
     x = inst.operand(0)
     if isinstance(x, I.Load) and _float_bits(x, act, limit=limit):
-        # floats read whole as an integer that typed_copies could not retype (the load
-        # has other uses): the derivative does not follow the bitcast
+        # floats read whole as an integer that typed_copies left an integer: the
+        # derivative does not follow the bitcast
         return True
     return _float_bits(x, act, moved_only=True, limit=limit)
 
@@ -386,8 +387,8 @@ def _holds_a_float(module, p, size, exclude) -> bool:
 def _int_cast_involved(inst, act, limit=32) -> bool:
     """Whether the integer operand of an ``inttoptr`` is computed from a pointer that has
     a shadow (through integer arithmetic), or from an integer loaded out of memory that
-    may hold such pointers (one loaded whole as the pointer's integer, typed_copies
-    makes a pointer load: this is what is left)."""
+    may hold such pointers (a load only turned into a pointer, typed_copies makes a
+    pointer load: this is what is left)."""
     work, seen = [inst.operand(0)], set()
     while work and limit:
         limit -= 1
