@@ -185,3 +185,48 @@ def test_verbose_names_the_rewrite(tmp_path):
     r, _ = _build(tmp_path, SSE, "-O2", extra=["-v"])
     assert r.returncode == 0, r.stderr
     assert "rewrites before AD: sign masks on float bits" in r.stderr, r.stderr
+
+
+# The mask with a poison lane (-O1 folds away the lane the program never reads) and a
+# local array read as integer lanes (round U): the rewrite did not apply, and activity
+# had dropped the local's shadow -- nothing loaded from it as a float reached the
+# result -- so the gradient was 0 at -O0/-O1, silently, and a mask that is no sign
+# mask was no error either.
+LOOP_FILLED = r"""
+#include <emmintrin.h>
+#include <stdio.h>
+int enzyme_dup;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+double f(const double *x) {
+    double t[2];
+    for (int i = 0; i < 2; i++) t[i] = 2 * x[i];
+    __m128d a = _mm_andnot_pd(_mm_set1_pd(-0.0), _mm_loadu_pd(t));
+    double p[2];
+    _mm_storeu_pd(p, a);
+    return p[1];
+}
+int main(void) {
+    double x[2] = {0.7, -1.3}, dx[2] = {0, 0}, t[2] = {0, 1};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    printf("%g %g %g\n", dx[0], dx[1], __enzyme_fwddiff((void *)f, enzyme_dup, x, t));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_sign_mask_on_a_local_filled_in_a_loop(tmp_path, opt):
+    r, exe = _build(tmp_path, LOOP_FILLED, opt)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert [float(v) for v in out.stdout.split()] == [0, -2, -2]    # |2 x1|, x1 < 0
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_other_mask_on_a_local_filled_in_a_loop_is_an_error(tmp_path, opt):
+    src = LOOP_FILLED.replace("_mm_andnot_pd(_mm_set1_pd(-0.0), _mm_loadu_pd(t))",
+                              "_mm_xor_pd(_mm_loadu_pd(t), _mm_castsi128_pd(_mm_set1_epi64x(1)))")
+    r, exe = _build(tmp_path, src, opt)
+    assert r.returncode != 0 and not exe.exists()
+    assert "floating-point values moved through integer operations" in r.stderr, r.stderr

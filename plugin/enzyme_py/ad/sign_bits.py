@@ -43,8 +43,8 @@ __all__ = ["rewrite_sign_masks"]
 
 
 def _int_lanes(c, ty):
-    """The integer constant ``c`` of (vector) type ``ty`` as a list of lane values, or
-    None."""
+    """The integer constant ``c`` of (vector) type ``ty`` as a list of lane values
+    (None for a poison or undef lane: one the program never reads), or None."""
     n = ty.count if ty.is_vector else 1
     if isinstance(c, ZeroInit):
         return [0] * n
@@ -52,17 +52,21 @@ def _int_lanes(c, ty):
         return [c.value]
     if isinstance(c, ConstantSplat) and isinstance(c.operand(0), ConstantInt):
         return [c.operand(0).value] * n
-    if isinstance(c, ConstantAggregate) and all(isinstance(v, ConstantInt) for v in c.operands):
-        return [v.value for v in c.operands]
+    if isinstance(c, ConstantAggregate) and all(isinstance(v, (ConstantInt, Poison, Undef))
+                                                for v in c.operands):
+        return [v.value if isinstance(v, ConstantInt) else None for v in c.operands]
     return None
 
 
 def _lane_kinds(op, lanes, width, fwidth):
     """What the operation does to each float lane of ``fwidth`` bits (integer lanes of
-    ``width`` bits, little-endian), or None where a lane's mask is none of the table's."""
-    bits = 0
+    ``width`` bits, little-endian), or None where a lane's mask is none of the table's.
+    A float lane whose mask is all poison is kept as it is (its value is never read)."""
+    bits = known = 0
     for i, v in enumerate(lanes):
-        bits |= (v & ((1 << width) - 1)) << (i * width)
+        if v is not None:
+            bits |= (v & ((1 << width) - 1)) << (i * width)
+            known |= ((1 << width) - 1) << (i * width)
     total = len(lanes) * width
     if total % fwidth:
         return None
@@ -72,7 +76,9 @@ def _lane_kinds(op, lanes, width, fwidth):
              "or": {0: "x", sign: "nabs"}}[op]
     out = []
     for k in range(total // fwidth):
-        got = table.get((bits >> (k * fwidth)) & ones)
+        have = (known >> (k * fwidth)) & ones
+        got = "x" if have == 0 else \
+            table.get((bits >> (k * fwidth)) & ones) if have == ones else None
         if got is None:
             return None
         out.append(got)

@@ -208,7 +208,12 @@ class Activity:
                 i for i in insts if isinstance(i, Call) and _fresh_block(i)]:
             if a in self.shadowed:
                 derived = _derived_pointers(a)
-                if derived is not None:
+                # (a local read as integers keeps its shadow: the bits may be floats
+                # that integer operations carry on -- a sign mask on SIMD lanes --
+                # which this walk over float values does not follow)
+                if derived is not None and not any(
+                        isinstance(u, Load) and _int_bits(u.type)
+                        for p in derived for u in p.users):
                     quiet[a] = derived
         while True:
             inner = set().union(*quiet.values())
@@ -545,6 +550,12 @@ def address_uses(a, derived: set, merges: bool = False):
 def _marker(user) -> bool:
     return isinstance(user, Call) and (user.callee_name or "").startswith(
         ("llvm.lifetime.", "llvm.dbg."))
+
+
+def _int_bits(ty) -> bool:
+    """An integer (or integer vector) type wide enough to hold a float's bits."""
+    el = ty.element if ty.is_vector else ty
+    return el.is_int and (ty.count if ty.is_vector else 1) * el.width >= 16
 
 
 def _derived_pointers(a):
