@@ -295,3 +295,37 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
 def test_constant_struct_passed_by_value_and_updated(tmp_path, opt):
     assert run(tmp_path, CONSTANT_BY_VALUE, opt).count("ok ") == 2
+
+
+# A struct passed by value that holds a pointer into active data, advanced by the
+# callee in its own copy, called twice with the caller's struct and recursively with
+# the callee's (round U): the augmented forward sweep advanced the pointer in the
+# caller's shadow, so the second call's adjoints went one element on -- half the
+# gradient at every level, and at -O0 the adjoint added into the primal input (real
+# Enzyme 15 wrong too).  The forward sweep now works on a private copy of the shadow.
+ADVANCED_POINTER = r"""
+typedef struct { const double *c; long n; long pad; } Seq;   /* 24 bytes: in memory */
+static double sum(Seq q) {
+    if (q.n == 0) return 0;
+    double a = q.c[0];
+    q.c++; q.n--;
+    return a * a + sum(q);
+}
+double f(const double *c) { Seq q = {c, 2, 0}; return sum(q) + 3 * sum(q); }
+int main(void) {
+    double c[2] = {3.0, 5.0}, dc[2] = {0, 0};
+    __enzyme_autodiff((void *)f, enzyme_dup, c, dc);
+    check("d/dc0", dc[0], 8 * 3.0);
+    check("d/dc1", dc[1], 8 * 5.0);
+    check("c0 kept", c[0], 3.0);
+    check("c1 kept", c[1], 5.0);
+    double t[2] = {1, 0};
+    check("forward d/dc0", __enzyme_fwddiff_d((void *)f, enzyme_dup, c, t), 8 * 3.0);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_struct_by_value_with_a_pointer_advanced_by_the_callee(tmp_path, opt):
+    assert run(tmp_path, ADVANCED_POINTER, opt).count("ok ") == 5
