@@ -381,6 +381,8 @@ def _round(module, options, log) -> None:
     # generated first (see typetree.MemoryTypes.of)
     module.typetree_scope = [f for f in module.functions
                              if f.is_materialized and not f.is_declaration]
+    from .rewrites import align_locals
+    rewritten["locals aligned for vector access"] = align_locals(list(clone_of.values()))
     from .typed_copies import split_integer_copies
     split = split_integer_copies(module, list(clone_of.values()))   # see typed_copies.py
     if split:

@@ -8,15 +8,17 @@ calls that do not unwind, the C library's complex functions as real arithmetic, 
 memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and pointers
 moved as integers back in their own types.  (Two more run on a whole set of copies,
 beside this list: ``abi.retype_float_abi`` before it -- unions of a double passed as
-an ``i64`` across calls -- and ``typed_copies.split_integer_copies`` after it, which
-needs the type analysis of all the copies.)  ``-v`` prints how many changes each made.
+an ``i64`` across calls -- and after it ``align_locals`` -- locals as aligned as the
+vector accesses of the copies, so that their shadows are aligned where they are -- and
+``typed_copies.split_integer_copies``, which needs the type analysis of all the
+copies.)  ``-v`` prints how many changes each made.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 
-__all__ = ["REWRITES", "run_rewrites"]
+__all__ = ["REWRITES", "run_rewrites", "align_locals"]
 
 # (what it rewrites, module, function): each function takes one function and returns
 # how many changes it made (or whether it changed anything)
@@ -36,6 +38,35 @@ def run_rewrites(fn, counts: dict) -> None:
     for what, module, name in REWRITES:
         got = getattr(import_module(f".{module}", __package__), name)(fn)
         counts[what] = counts.get(what, 0) + int(got or 0)
+
+
+def align_locals(functions) -> int:
+    """Give the locals of ``functions`` (the private copies) at least the alignment of
+    the widest-aligned vector access among them, when that is 16 bytes or more; return
+    how many were raised.  Shadows of locals are aligned to 16 (heap blocks, the
+    reverse function's allocas) or as the local is declared; a local declared
+    ``align 8`` may then sit at 8 mod 16 where its shadow sits at 0, and code that
+    checks the primal's address at run time before aligned vector loads -- Eigen's
+    packet loops peel to an aligned start -- made aligned loads of the shadow at an
+    unaligned address: a crash in Eigen's LLT (round U).  Same alignment, same
+    offsets: the shadow is aligned wherever the primal is."""
+    from ..ir.instructions import Alloca, Load, Store
+    want = 0
+    for f in functions:
+        for i in f.instructions():
+            if isinstance(i, (Load, Store)):
+                ty = i.type if isinstance(i, Load) else i.operand(0).type
+                if ty.is_vector and (i.align or 0) >= 16:
+                    want = max(want, min(i.align, 64))
+    n = 0
+    if want:
+        for f in functions:
+            for i in f.instructions():
+                if isinstance(i, Alloca) and (i.align or 0) < want \
+                        and f.parent.datalayout.size_in_bytes(i.allocated_type) >= 16:
+                    i.align = want
+                    n += 1
+    return n
 
 
 def describe(counts: dict) -> str:
