@@ -12,7 +12,7 @@ from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, ExtractElement,
                                ExtractValue, Freeze, GEP, InsertElement, InsertValue, Load, Phi,
                                Ret, Select, ShuffleVector, Store, Switch, UnaryOp)
-from ..ir.values import ConstantInt, Undef, Value
+from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef, Value
 from . import mpi
 from .dispatch import Dispatched
 from .sort import rev_qsort
@@ -44,6 +44,41 @@ def select_arms_only(blocks) -> set:
     return spec
 
 
+def _poison_lanes(v) -> bool:
+    """Whether the constant ``v`` is a vector with a poison or undef lane."""
+    if isinstance(v, (Poison, Undef)):
+        return v.type.is_vector
+    return isinstance(v, ConstantAggregate) and v.type.is_vector \
+        and any(isinstance(x, (Poison, Undef)) for x in v.operands)
+
+
+def poison_lane_users(blocks) -> set:
+    """The vector instructions of ``blocks`` whose operands may have poison lanes --
+    constants with poison or undef lanes (LLVM's SLP and Eigen's partial packets leave
+    them: ``fdiv <1.0, poison>, %x``), shuffles with undefined mask lanes, and what is
+    computed from them.  The primal never reads those lanes, but the reverse sweep's
+    rules multiply each lane's adjoint by primal values: 0 x poison is poison, and
+    lane-moving adjoints (a shuffle's) carry it into lanes that matter; LLVM then
+    folds the gradient to anything (d/dp 0 instead of -0.11 in Eigen's 4x4 inverse at
+    -O2).  Their contributions take the strong-zero form: a zero lane of the adjoint
+    contributes zero, whatever the primal lane holds."""
+    may = set()
+    insts = [i for b in blocks for i in b.instructions]
+    changed = True
+    while changed:
+        changed = False
+        for i in insts:
+            if i in may or not i.type.is_vector:
+                continue
+            ops = i.operands[:2] if isinstance(i, ShuffleVector) else i.operands
+            if any(o in may or _poison_lanes(o) for o in ops) or isinstance(i, ShuffleVector) \
+                    and any(isinstance(x, (Poison, Undef)) for x in i.operand(2).operands):
+                may.add(i)
+                changed = True
+    return {i for i in insts if i.type.is_fp_or_fp_vector and i.type.is_vector and (
+        i in may or any(o in may or _poison_lanes(o) for o in i.operands))}
+
+
 class AdjointSweep:
     """Fills ``gen.rev`` (``gen``: the ``ReverseGen`` value context, whose
     ``_open_reverse`` made its blocks): the adjoint visitor and control-flow replay."""
@@ -59,7 +94,7 @@ class AdjointSweep:
         write back what undone stores had left."""
         gen, e = self.gen, self.e
         self.dphi = {}
-        self.speculated = select_arms_only(self.cfg.rpo)
+        self.speculated = select_arms_only(self.cfg.rpo) | poison_lane_users(self.cfg.rpo)
         self.replays = {}       # undone store -> (slot, address slot, type)
         for b in reversed(self.cfg.rpo):
             e.position_at_end(gen.rbody[b])
