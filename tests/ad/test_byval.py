@@ -134,8 +134,8 @@ def test_reverse_adjoint_reaches_the_callers_shadow(tmp_path, opt):
 # copy's, so the reverse sweep moved (and zeroed) adjoints the caller had gathered from
 # the other call, and forward mode left the first call's tangent in the caller's shadow
 # for the second: all four gradients wrong at -O0 (round S; real Enzyme 15 prints the
-# same wrong numbers).  The derivative now keeps a private shadow of the copy: the
-# adjoints it gathers are added to the caller's at its end.
+# same wrong numbers).  The parameter is now a local the function copies it into
+# (rewrites.copy_byval_params): the copy's adjoint goes back to the caller's shadow.
 TWICE_PROGRAM = r"""
 typedef struct { double w, x, y, z; } quat;
 static quat qnorm(quat q) {
@@ -270,8 +270,8 @@ def test_calls_of_derivatives_carry_byval(tmp_path):
 # constant initialiser itself (byval makes the copy), which has no shadow, and the
 # callee's stores into its own copy were refused ("an active value is stored into
 # memory that has no shadow"; round S, a templated solver taking std::array by value;
-# real Enzyme 15 builds it).  The derivative now gives such a parameter a private
-# shadow of zeros.
+# real Enzyme 15 builds it).  The function's copy is a local now
+# (rewrites.copy_byval_params), with a shadow of its own.
 CONSTANT_BY_VALUE = r"""
 typedef struct { double v[3]; } arr3;
 static double step(arr3 q, double lam) {
@@ -302,7 +302,8 @@ def test_constant_struct_passed_by_value_and_updated(tmp_path, opt):
 # the callee's (round U): the augmented forward sweep advanced the pointer in the
 # caller's shadow, so the second call's adjoints went one element on -- half the
 # gradient at every level, and at -O0 the adjoint added into the primal input (real
-# Enzyme 15 wrong too).  The forward sweep now works on a private copy of the shadow.
+# Enzyme 15 wrong too).  The copy is a local now (rewrites.copy_byval_params): the
+# pointer is advanced in the local's shadow.
 ADVANCED_POINTER = r"""
 typedef struct { const double *c; long n; long pad; } Seq;   /* 24 bytes: in memory */
 static double sum(Seq q) {
@@ -329,3 +330,170 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
 def test_struct_by_value_with_a_pointer_advanced_by_the_callee(tmp_path, opt):
     assert run(tmp_path, ADVANCED_POINTER, opt).count("ok ") == 5
+
+
+# Round S's inverse-kinematics program as its author wrote it: templated fixed-size
+# matrices on std::array, a damped-least-squares solver taking the joint angles by
+# value (a 24-byte byval struct), lambdas for the kinematics.  By-value parameters are
+# now a local the function copies the parameter into (rewrites.copy_byval_params):
+# an earlier fix of this stop gave each sweep a private shadow instead, and the
+# forward sweep's shadow pointers, kept for the reverse sweep, pointed into its own
+# frame -- 7 of 8 derivatives wrong at -O0, silently.
+IK_PROGRAM = r"""
+// IK by damped least squares, templated fixed-size matrices on std::array, a lambda
+// end-effector function handed to a templated numerical-Jacobian-free solver that
+// uses an analytic Jacobian; Cholesky solve of (J J^T + l^2 I). Reverse via the C API on a
+// wrapper taking std::array by const reference; forward via __enzyme_fwddiff.
+#include <stdio.h>
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern int enzyme_dup, enzyme_const, enzyme_out, enzyme_dupnoneed;
+extern double __enzyme_autodiff(void*, ...);
+extern double __enzyme_fwddiff(void*, ...);
+#ifdef __cplusplus
+}
+#endif
+static int g_fail = 0;
+static void chk(const char* name, double got, double exp) {
+  double tol = (getenv("CHKTOL")?atof(getenv("CHKTOL")):1e-5) * fabs(exp) + 1e-7;
+  int ok = fabs(got - exp) <= tol && got == got;
+  if (!ok) g_fail++;
+  printf("%s %s got=%.12g exp=%.12g\n", ok ? "PASS" : "FAIL", name, got, exp);
+}
+static void primal(const char* name, double v) { printf("PRIMAL %s %.15g\n", name, v); }
+static int finish(void) { printf(g_fail ? "RESULT FAIL %d\n" : "RESULT OK\n", g_fail); return 0; }
+#ifdef NO_AD
+#define AD(...) do{}while(0)
+#else
+#define AD(...) do{ __VA_ARGS__; }while(0)
+#endif
+#include <array>
+template <int R, int C> struct Mat {
+  std::array<double, R * C> a{};
+  double &operator()(int i, int j) { return a[i * C + j]; }
+  double operator()(int i, int j) const { return a[i * C + j]; }
+};
+template <int R, int K, int C> Mat<R, C> operator*(const Mat<R, K> &A, const Mat<K, C> &B) {
+  Mat<R, C> M;
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++) s += A(i, k) * B(k, j);
+      M(i, j) = s;
+    }
+  return M;
+}
+template <int R, int C> Mat<C, R> transpose(const Mat<R, C> &A) {
+  Mat<C, R> T;
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) T(j, i) = A(i, j);
+  return T;
+}
+template <int N> std::array<double, N> cholesky_solve(Mat<N, N> A, std::array<double, N> b) {
+  for (int j = 0; j < N; j++) {
+    double s = A(j, j);
+    for (int k = 0; k < j; k++) s -= A(j, k) * A(j, k);
+    A(j, j) = std::sqrt(s);
+    for (int i = j + 1; i < N; i++) {
+      double t = A(i, j);
+      for (int k = 0; k < j; k++) t -= A(i, k) * A(j, k);
+      A(i, j) = t / A(j, j);
+    }
+  }
+  for (int i = 0; i < N; i++) {
+    double s = b[i];
+    for (int k = 0; k < i; k++) s -= A(i, k) * b[k];
+    b[i] = s / A(i, i);
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    double s = b[i];
+    for (int k = i + 1; k < N; k++) s -= A(k, i) * b[k];
+    b[i] = s / A(i, i);
+  }
+  return b;
+}
+constexpr int NJ = 3;
+struct Arm { std::array<double, NJ> len; };
+// planar arm: end effector (x, y)
+static std::array<double, 2> ee(const Arm &arm, const std::array<double, NJ> &q) {
+  double x = 0, y = 0, phi = 0;
+  for (int i = 0; i < NJ; i++) { phi += q[i]; x += arm.len[i] * std::cos(phi); y += arm.len[i] * std::sin(phi); }
+  return {x, y};
+}
+static Mat<2, NJ> jac(const Arm &arm, const std::array<double, NJ> &q) {
+  Mat<2, NJ> J;
+  double phi = 0; std::array<double, NJ> c, s;
+  for (int i = 0; i < NJ; i++) { phi += q[i]; c[i] = arm.len[i] * std::cos(phi); s[i] = arm.len[i] * std::sin(phi); }
+  for (int j = 0; j < NJ; j++) {
+    double jx = 0, jy = 0;
+    for (int i = j; i < NJ; i++) { jx -= s[i]; jy += c[i]; }
+    J(0, j) = jx; J(1, j) = jy;
+  }
+  return J;
+}
+template <class Fk, class Jk>
+std::array<double, NJ> dls(Fk &&fk, Jk &&jk, std::array<double, NJ> q, const std::array<double, 2> &target,
+                           double lambda, int iters) {
+  for (int it = 0; it < iters; it++) {
+    auto p = fk(q);
+    std::array<double, 2> e = {target[0] - p[0], target[1] - p[1]};
+    Mat<2, NJ> J = jk(q);
+    Mat<2, 2> A = J * transpose(J);
+    A(0, 0) += lambda * lambda; A(1, 1) += lambda * lambda;
+    auto y = cholesky_solve<2>(A, e);
+    for (int k = 0; k < NJ; k++) q[k] += J(0, k) * y[0] + J(1, k) * y[1];
+  }
+  return q;
+}
+double solve_and_score(const Arm &arm, const std::array<double, 2> &target, double lambda) {
+  std::array<double, NJ> q0 = {0.2, 0.3, 0.4};
+  auto q = dls([&](const std::array<double, NJ> &qq) { return ee(arm, qq); },
+               [&](const std::array<double, NJ> &qq) { return jac(arm, qq); }, q0, target, lambda, 10);
+  double s = 0;
+  for (int i = 0; i < NJ; i++) s += (i + 1) * q[i];
+  return s;
+}
+int main() {
+  Arm arm{{1.0, 0.8, 0.5}}, darm{{0, 0, 0}};
+  std::array<double, 2> tg = {1.2, 1.1}, dtg = {0, 0};
+  double lam = 0.2;
+  primal("score", solve_and_score(arm, tg, lam));
+  double dlam = 0;
+  AD(dlam = __enzyme_autodiff((void*)solve_and_score, enzyme_dup, &arm, &darm, enzyme_dup, &tg, &dtg, enzyme_out, lam));
+  double h = 1e-6;
+  chk("dlam", dlam, (solve_and_score(arm, tg, lam + h) - solve_and_score(arm, tg, lam - h)) / (2 * h));
+  for (int i = 0; i < 2; i++) {
+    double s = tg[i];
+    tg[i] = s + h; double a = solve_and_score(arm, tg, lam); tg[i] = s - h; double b = solve_and_score(arm, tg, lam); tg[i] = s;
+    char nm[32]; sprintf(nm, "dtg%d", i); chk(nm, dtg[i], (a - b) / (2 * h));
+  }
+  for (int i = 0; i < NJ; i++) {
+    double s = arm.len[i];
+    arm.len[i] = s + h; double a = solve_and_score(arm, tg, lam); arm.len[i] = s - h; double b = solve_and_score(arm, tg, lam); arm.len[i] = s;
+    char nm[32]; sprintf(nm, "dlen%d", i); chk(nm, darm.len[i], (a - b) / (2 * h));
+  }
+  Arm tarm{{0.1, -0.2, 0.3}};
+  std::array<double, 2> ttg = {0.5, -0.5};
+  double fw = 0;
+  AD(fw = __enzyme_fwddiff((void*)solve_and_score, enzyme_dup, &arm, &tarm, enzyme_dup, &tg, &ttg, lam, 0.25));
+  double exp_fw = 0.25 * dlam + 0.5 * dtg[0] - 0.5 * dtg[1];
+  for (int i = 0; i < NJ; i++) exp_fw += tarm.len[i] * darm.len[i];
+  chk("fwd_dir", fw, exp_fw);
+  return finish();
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_ik_solver_taking_std_array_by_value(tmp_path, opt):
+    src = Path(tmp_path) / "ik.cpp"
+    src.write_text(IK_PROGRAM)
+    exe = Path(tmp_path) / "ik"
+    r = enzyme_cc([opt, "-std=c++17", str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert "RESULT OK" in out.stdout and "FAIL" not in out.stdout, out.stdout

@@ -16,7 +16,7 @@ from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef, Value
 from . import mpi
 from .dispatch import Dispatched
 from .sort import rev_qsort
-from .emit import Lazy, add_back_byval, zero
+from .emit import Lazy, zero
 from .errors import NoDerivativeError
 from . import openmp
 from .kinds import visitor as _visitor
@@ -102,8 +102,6 @@ class AdjointSweep:
                 self._rev_inst(inst, b)
             self._rev_terminator(b)
         e.position_at_end(gen.rret)
-        for priv, ty, shadow in gen.byval_adjoints:
-            add_back_byval(e, priv, ty, shadow)
         outs = []
         for a in gen.out_args:
             if a not in self.act.active:

@@ -16,7 +16,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import byval_shadow, copy_body, passes_shadow, sync_text_objects, zero_shadow
+from .emit import copy_body, passes_shadow, sync_text_objects
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -82,14 +82,6 @@ class AugmentedForward:
         gen.vmap = vmap
         gen.sh_aug = dict(shad)
         e = self.e
-        # by-value parameters: a private copy of the caller's shadow (what the function
-        # stores into its copy -- a pointer advanced -- must not reach the caller's
-        # shadow), or of zeros where the caller passes none; see emit.py
-        e.position_at_start(aug.blocks[0])
-        for a, sh in shad.items():
-            gen.sh_aug[a] = byval_shadow(e, a, sh, adjoint=False) or sh
-        for a in gen.private_byval:
-            gen.sh_aug[a] = zero_shadow(e, a)
         gen.restore_old = {}
         gen.replaced_calls = {}
         e = self.e

@@ -33,8 +33,7 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
-from .emit import (Emitter, as_duplicated, byval_shadow, byval_without_shadow, copy_body,
-                   keep_byval, loaded_own_shadow, zero_shadow,
+from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
@@ -114,8 +113,7 @@ class ForwardGen:
         P, F, W = self.P, self.fn, self.W
         self.cfg = CFG(P)
         inactive = self.ctx.registry.inactive_fns
-        private = byval_without_shadow(P, self.kinds)      # see emit.py
-        self.act = Activity(P, as_duplicated(P, self.kinds, private), inactive=inactive,
+        self.act = Activity(P, self.kinds, inactive=inactive,
                             shadow_globals=self.ctx.rctx.shadow_globals)
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
@@ -134,12 +132,6 @@ class ForwardGen:
                 (self.sh if a.type.is_pointer else self.tan)[a] = list(lanes)
         copy_body(P, F, vmap)
         self.vmap = vmap
-        # by-value parameters: private tangents (see emit.byval_shadow)
-        self.e.position_at_start(F.blocks[0])
-        for a, lanes in self.sh.items():     # (the arguments' so far)
-            self.sh[a] = [byval_shadow(self.e, a, s, adjoint=False) or s for s in lanes]
-        for a in private:
-            self.sh[a] = [zero_shadow(self.e, a) for _ in range(W)]
         self.pending = []
         check_never(self.cfg.rpo, self.act, self.ctx.err_loc)
         for b in self.cfg.rpo:

@@ -42,9 +42,8 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
                                Store)
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
-from .emit import (Emitter, Lazy, acc_zero, as_duplicated, byval_shadow, byval_without_shadow,
-                   keep_byval, loaded_own_shadow, made_of_own_shadows, no_pointer_set_yet,
-                   returns_own_shadows, zero_shadow)
+from .emit import (Emitter, Lazy, acc_zero, keep_byval, loaded_own_shadow,
+                   made_of_own_shadows, no_pointer_set_yet, returns_own_shadows)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
@@ -228,7 +227,6 @@ class ReverseGen:
 
     def __init__(self, ctx: Context, primal, kinds, ret_active, stable_args=False):
         self.ctx, self.P, self.kinds, self.ret_active = ctx, primal, kinds, ret_active
-        self.private_byval = byval_without_shadow(primal, kinds)   # see emit.py
         self.stable_args = stable_args
         self.sorted = {}   # qsort call -> its permutation (sort.py)
         self.parallel = False
@@ -266,8 +264,7 @@ class ReverseGen:
             unify_returns(P)
         self._analyse_cfg()
         hooks = self.ctx.hooks
-        self.act = Activity(P, as_duplicated(P, self.kinds, self.private_byval),
-                            inactive=hooks.inactive_fns if hooks else (),
+        self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
                             shadow_globals=self.ctx.shadow_globals,
                             ret_active=self.ret_active)
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
@@ -385,16 +382,6 @@ class ReverseGen:
         self.dret = R.args[i] if self.ret_active else None   # the result's adjoint
         self.tape_rev = R.args[-1]
         self.rentry = R.append_basic_block("entry")
-        # by-value parameters: a private shadow, its adjoints added back at the end
-        self.byval_adjoints = []
-        self.e.position_at_end(self.rentry)
-        for a in list(shad):
-            got = byval_shadow(self.e, a, shad[a], adjoint=True)
-            if got is not None:
-                self.byval_adjoints.append((got[0], got[1], shad[a]))
-                shad[a] = got[0]
-        for a in self.private_byval:     # (their adjoints go nowhere: the caller's constants)
-            shad[a] = zero_shadow(self.e, a)
         self.rpop, self.rhead, self.rbody = {}, {}, {}
         for b in self.cfg.rpo:
             nm = b.name or "bb"

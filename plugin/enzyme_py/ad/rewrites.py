@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from ..ir import types as T
+
 __all__ = ["REWRITES", "run_rewrites", "align_locals"]
 
 # (what it rewrites, module, function): each function takes one function and returns
 # how many changes it made (or whether it changed anything)
 REWRITES = (
     ("invokes (derivative code does not unwind)", "unwind", "strip_invokes"),
+    ("by-value parameters copied into locals", "rewrites", "copy_byval_params"),
     ("complex library calls", "complex", "redirect_complex_calls"),
     ("masked vector memory, horizontal adds", "simd", "lower_simd"),
     ("sign masks on float bits", "sign_bits", "rewrite_sign_masks"),
@@ -38,6 +41,38 @@ def run_rewrites(fn, counts: dict) -> None:
     for what, module, name in REWRITES:
         got = getattr(import_module(f".{module}", __package__), name)(fn)
         counts[what] = counts.get(what, 0) + int(got or 0)
+
+
+def copy_byval_params(fn) -> int:
+    """Make each by-value parameter of ``fn`` (``byval(T)``: the function's own copy of
+    the caller's object) a local that the function fills from the parameter on entry
+    and uses instead -- what ``byval`` means, spelled out.  Its derivative then follows
+    the copy like any local's: the adjoints gathered in the local's shadow go back to
+    the caller's shadow where the copy is undone, and a pointer the function advances
+    in its copy (``q.c++`` in a struct it got by value, called twice) stays out of the
+    caller's shadow, in both sweeps of reverse mode -- which a private shadow made by
+    each sweep separately got wrong (the forward sweep's shadow pointers, cached for
+    the reverse, pointed into its own frame).  Returns how many were copied."""
+    from ..ir.instructions import Alloca
+    from ..ir.values import ConstantInt
+    from .emit import Emitter, attr_type
+    n = 0
+    for a in fn.args:
+        ty = attr_type(a, "byval") if "byval(" in (a.attrs or "") else None
+        if ty is None or not a.uses:
+            continue
+        e = Emitter(fn.parent)
+        e.position_at_start(fn.blocks[0])
+        local = Alloca(ty, align=16)
+        e.insert(local)
+        uses = list(a.uses)
+        memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+        size = fn.parent.datalayout.size_in_bytes(ty)
+        e.call(memcpy, [local, a, ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+        for u in uses:
+            u.user.set_operand(u.index, local)
+        n += 1
+    return n
 
 
 def align_locals(functions) -> int:
