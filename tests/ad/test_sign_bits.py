@@ -236,3 +236,55 @@ def test_other_mask_on_a_local_filled_in_a_loop_is_an_error(tmp_path, opt):
     r, exe = _build(tmp_path, src, opt)
     assert r.returncode != 0 and not exe.exists()
     assert "floating-point values moved through integer operations" in r.stderr, r.stderr
+
+
+# The lanes a mask makes, stored as integers (-O0/-O1 store ``and <4 x i32>`` straight
+# into the float array it reads back): no bitcast to float followed the mask, so the
+# rewrite did not apply and the check, which looked at bitcasts only, saw nothing -- a
+# zero gradient in both modes, silently, also before this stop (round U's AVX program).
+# The rewrite now takes the float type from the memory read, and an integer store of
+# rearranged float bits into float memory is a compile error.
+STORED_LANES = r"""
+#include <emmintrin.h>
+#include <stdio.h>
+int enzyme_dup;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+double f(const double *x) {
+    float xf[4], p[4];
+    for (int i = 0; i < 4; i++) xf[i] = (float)x[i];
+    __m128 c = _mm_loadu_ps(xf);
+    _mm_storeu_ps(p, _mm_andnot_ps(_mm_set1_ps(-0.0f), c));   /* |xf|, stored as is */
+    double s = 0;
+    for (int i = 0; i < 4; i++) s += p[i] * p[i] * (i + 1);
+    return s;
+}
+int main(void) {
+    double x[4] = {0.5, -1.5, 2.0, -0.25};
+    for (int k = 0; k < 4; k++) {
+        double g[4] = {0}, t[4] = {0};
+        t[k] = 1;
+        __enzyme_autodiff((void *)f, enzyme_dup, x, g);
+        printf("%g %g\n", g[k], __enzyme_fwddiff((void *)f, enzyme_dup, x, t));
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_sign_mask_lanes_stored_as_integers(tmp_path, opt):
+    r, exe = _build(tmp_path, STORED_LANES, opt)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    # 2 x_k (k + 1) at x = (0.5, -1.5, 2, -0.25), reverse then forward
+    assert [float(v) for v in out.stdout.split()] == [1, 1, -6, -6, 12, 12, -2, -2]
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1"])
+def test_other_mask_lanes_stored_as_integers_is_an_error(tmp_path, opt):
+    src = STORED_LANES.replace("_mm_andnot_ps(_mm_set1_ps(-0.0f), c)",
+                               "_mm_xor_ps(_mm_castsi128_ps(_mm_set1_epi32(1)), c)")
+    r, exe = _build(tmp_path, src, opt)
+    assert r.returncode != 0 and not exe.exists()
+    assert "floating-point values moved through integer operations" in r.stderr, r.stderr

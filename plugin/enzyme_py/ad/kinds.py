@@ -133,9 +133,10 @@ def check(inst, act, where):
     status, reason = _status(inst)
     if isinstance(inst, I.Call):
         _check_float_bits_crossing(inst, act, where)
-    if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW)):
+    if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW, I.Store)):
         return
-    if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act):
+    if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act) \
+            or isinstance(inst, I.Store) and _float_bits_stored(inst, act):
         raise NoDerivativeError(
             "floating-point values moved through integer operations (shifted, truncated, "
             "masked or added to as an integer, then turned back into floats): their "
@@ -255,6 +256,22 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
         # derivative does not follow the bitcast
         return True
     return _float_bits(x, act, moved_only=True, limit=limit)
+
+
+def _float_bits_stored(inst, act, limit=32) -> bool:
+    """Whether the store ``inst`` writes, into memory that holds floats, integers made
+    by rearranging the bits of floats that carry derivatives -- the float read back
+    from memory instead of a bitcast (AVX's ``_mm256_andnot_ps`` at -O1 stores its
+    integer lanes; a sign mask there is rewritten first: ``sign_bits``)."""
+    from ..analysis.types import memory_kinds
+    v = inst.operand(0)
+    ty = v.type
+    if not (ty.is_int or ty.is_vector and ty.element.is_int) or v.is_constant:
+        return False
+    if not _float_bits(v, act, moved_only=True, limit=limit):
+        return False
+    return bool(memory_kinds([inst.operand(1)], exclude=inst)
+                & {"double", "float", "float-other"})
 
 
 def _float_bits(value, act, moved_only=False, limit=32) -> bool:

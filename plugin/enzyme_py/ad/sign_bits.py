@@ -34,7 +34,7 @@ derivatives (``kinds``).
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector
+from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
 from ..ir.values import ConstantAggregate, ConstantInt, ConstantSplat, Poison, Undef, ZeroInit
 from .simd import lane_mask
 from .typed_copies import fold_bitcast_pairs
@@ -95,6 +95,8 @@ def _float_type_of(x, result):
     elif isinstance(x, Load) and not x.volatile and not x.ordering:
         tys = {u.user.type for u in result.uses
                if isinstance(u.user, Cast) and u.user.opcode == "bitcast"}
+        if not tys:
+            tys = _floats_in_memory(x)
         if len(tys) != 1:
             return None
         ty = tys.pop()
@@ -104,6 +106,21 @@ def _float_type_of(x, result):
     if el.kind not in ("float", "double"):
         return None
     return ty
+
+
+def _floats_in_memory(ld) -> set:
+    """For an integer load whose result is not bitcast (only stored again: AVX's
+    ``_mm256_andnot_ps`` at -O1 stores the masked lanes as integers), the float type of
+    its lane width when the memory it reads holds floats of that width and nothing
+    else; else an empty set."""
+    from ..analysis.types import memory_kinds
+    ty = ld.type
+    el = ty.element if ty.is_vector else ty
+    kind = {32: "float", 64: "double"}.get(el.width)
+    if kind is None or memory_kinds([ld.operand(0)], exclude=ld) != {kind}:
+        return set()
+    fel = T.float if kind == "float" else T.double
+    return {T.VectorType(fel, ty.count) if ty.is_vector else fel}
 
 
 def _float_shuffle_source(sv):
@@ -185,7 +202,12 @@ def _rewrite(op, module) -> bool:
             continue
         out = e.shufflevector(out, w, lane_mask([n + i if kinds[i] == k else i
                                                  for i in range(n)]))
-    op.replace_all_uses_with(e.cast("bitcast", out, ity))
+    for u in list(op.uses):      # stored as it is: store the floats
+        if isinstance(u.user, Store) and u.index == 0 and not u.user.volatile:
+            u.user.set_operand(0, out)
+            u.user.metadata = [m for m in u.user.metadata if m[0] != "tbaa"]
+    if op.uses:
+        op.replace_all_uses_with(e.cast("bitcast", out, ity))
     op.erase()
     if isinstance(x, (Load, ShuffleVector)) and not x.uses:
         x.erase()
