@@ -263,15 +263,16 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     by rearranging the bits of floats that carry derivatives -- the float read back
     from memory instead of a bitcast (AVX's ``_mm256_andnot_ps`` at -O1 stores its
     integer lanes; a sign mask there is rewritten first: ``sign_bits``)."""
-    from ..analysis.types import memory_kinds
     v = inst.operand(0)
     ty = v.type
     if not (ty.is_int or ty.is_vector and ty.element.is_int) or v.is_constant:
         return False
     if not _float_bits(v, act, moved_only=True, limit=limit):
         return False
-    return bool(memory_kinds([inst.operand(1)], exclude=inst)
-                & {"double", "float", "float-other"})
+    # (the bytes written must hold floats and nothing else: an integer field of a
+    # record that also holds doubles, copied piecewise, is no float)
+    module = inst.parent.parent.parent
+    return _holds_a_float(module, inst.operand(1), module.datalayout.store_size(ty), inst)
 
 
 def _float_bits(value, act, moved_only=False, limit=32) -> bool:
