@@ -34,10 +34,10 @@ derivatives (``kinds``).
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
+from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector
 from ..ir.values import ConstantAggregate, ConstantInt, ConstantSplat, Poison, Undef, ZeroInit
 from .simd import lane_mask
-from .typed_copies import fold_bitcast_pairs
+from .typed_copies import fold_bitcast_pairs, replace_with_floats
 
 __all__ = ["rewrite_sign_masks"]
 
@@ -145,7 +145,7 @@ def _floats(e, x, fty):
         e.position_before(x)
         v = e.load(fty, x.operand(0), align=x.align)
         v.metadata = [m for m in x.metadata if m[0] != "tbaa"]
-        x.replace_all_uses_with(e.cast("bitcast", v, x.type))
+        replace_with_floats(x, v)
         return v
     if isinstance(x, ShuffleVector):
         src = _float_shuffle_source(x)
@@ -202,14 +202,8 @@ def _rewrite(op, module) -> bool:
             continue
         out = e.shufflevector(out, w, lane_mask([n + i if kinds[i] == k else i
                                                  for i in range(n)]))
-    for u in list(op.uses):      # stored as it is: store the floats
-        if isinstance(u.user, Store) and u.index == 0 and not u.user.volatile:
-            u.user.set_operand(0, out)
-            u.user.metadata = [m for m in u.user.metadata if m[0] != "tbaa"]
-    if op.uses:
-        op.replace_all_uses_with(e.cast("bitcast", out, ity))
-    op.erase()
-    if isinstance(x, (Load, ShuffleVector)) and not x.uses:
+    replace_with_floats(op, out)    # (stored as it is: the floats are stored)
+    if isinstance(x, ShuffleVector) and not x.uses:
         x.erase()
     return True
 

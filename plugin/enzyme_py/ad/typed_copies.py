@@ -28,7 +28,8 @@ from ..ir import types as T
 from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
 from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef
 
-__all__ = ["split_integer_copies", "retype_float_lanes", "retype_pointer_moves"]
+__all__ = ["split_integer_copies", "retype_float_lanes", "retype_pointer_moves",
+           "replace_with_floats", "fold_bitcast_pairs"]
 
 _FIELD = {"float": (T.float, 4), "double": (T.double, 8), "int": (T.i32, 4),
           "ptr": (T.ptr, 8)}
@@ -287,11 +288,11 @@ def _retype_shuffle(sv, module):
     a, b = (e.cast("bitcast", o, ft) if not isinstance(o, (Undef, Poison)) else Poison(ft)
             for o in sv.operands[:2])
     from .simd import lane_mask
-    _replace_bitcasts(sv, e.shufflevector(a, b, lane_mask(grouped)))
+    replace_with_floats(sv, e.shufflevector(a, b, lane_mask(grouped)))
     return True
 
 
-def _replace_bitcasts(v, new):
+def replace_with_floats(v, new):
     """The bitcasts of ``v`` to ``new``'s type take ``new``; stores of ``v`` store
     ``new``, and its other uses (an integer compare of the bits) a bitcast of ``new``
     back; ``v`` goes."""
@@ -325,7 +326,7 @@ def _retype_load(ld, module):
     new = e.load(ty, ld.operand(0), align=ld.align)
     # (not its TBAA tag: an integer's, on what is now a float load)
     new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
-    _replace_bitcasts(ld, new)
+    replace_with_floats(ld, new)
     return True
 
 
