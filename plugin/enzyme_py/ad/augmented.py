@@ -493,12 +493,14 @@ class AugmentedForward:
             else:
                 facts = (self.ow.callee_stable.get(inst, False),
                          self.ow.callee_noalias.get(inst, frozenset()))
-            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=gen.parallel)
+            fields = act.callee_const_fields(inst.args)
+            g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=gen.parallel,
+                             const_fields=fields)
             if pairs is not None:
                 self.e.position_before(A)
                 g = Dispatched(self.gen, inst, pairs,
                                [self.ctx.get(c, kinds, ret_active, *facts,
-                                             parallel=gen.parallel)
+                                             parallel=gen.parallel, const_fields=fields)
                                 for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []

@@ -28,7 +28,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Br, Call, Cast, Extr
                                Invoke, Load, Phi, Ret, Select, ShuffleVector, Store, Switch,
                                UnaryOp)
 from ..ir.module import Function, GlobalVariable
-from ..ir.values import ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
+from ..ir.values import Argument, ConstantExpr, ConstantInt, ConstantNull, Poison, Undef, ZeroInit
 from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
@@ -71,11 +71,13 @@ class ForwardContext:
         self.gens: dict = {}
         self.queue: list = []
 
-    def get(self, fn, kinds, width=1):
-        key = (fn, tuple(kinds), width)
+    def get(self, fn, kinds, width=1, const_fields=frozenset()):
+        """``const_fields``: see ``reverse.Context.get``."""
+        key = (fn, tuple(kinds), width, const_fields)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ForwardGen(self, fn, list(kinds), width)
+            g.const_fields = const_fields
             self.queue.append(g)
         return g
 
@@ -114,7 +116,8 @@ class ForwardGen:
         self.cfg = CFG(P)
         inactive = self.ctx.registry.inactive_fns
         self.act = Activity(P, self.kinds, inactive=inactive,
-                            shadow_globals=self.ctx.rctx.shadow_globals)
+                            shadow_globals=self.ctx.rctx.shadow_globals,
+                            const_fields=getattr(self, "const_fields", frozenset()))
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1
@@ -406,6 +409,10 @@ class ForwardGen:
         act, e = self.act, self.e
         v, p = inst.operand(0), inst.operand(1)
         if p in act.shadowed:
+            if v.type.is_pointer and v not in act.shadowed \
+                    and (v.is_instruction or isinstance(v, Argument)) \
+                    and not act.may_hold_shadowed_pointers(p):
+                return  # a local (or a field of one) that only holds pointers without shadows
             if v.type.is_pointer or pointer_aggregate(v.type):
                 vals = self.S(v, inst)
             elif floatish(v.type) or v in self.tan:
@@ -691,7 +698,8 @@ class ForwardGen:
         if callee is None:
             g, target = forward_target(self, inst, kinds)
         else:
-            g = self.ctx.get(callee, kinds, self.W)
+            g = self.ctx.get(callee, kinds, self.W,
+                             const_fields=act.callee_const_fields(inst.args))
             target = g.fn
         call_args = []
         for a, k in zip(inst.args, kinds):

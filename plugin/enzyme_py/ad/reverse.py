@@ -94,17 +94,21 @@ class Context:
         return add_group(self.module, body)
 
     def get(self, fn, kinds, ret_active, stable_args=False, noalias_args=frozenset(),
-            parallel=False):
+            parallel=False, const_fields=frozenset()):
         """``stable_args``: the caller keeps the memory behind the arguments unchanged
         until the reverse function has run (an ``__enzyme_autodiff`` call site), so
         loads from it may be recomputed in the reverse sweep; or the set of argument
         indices for which it does.  ``noalias_args``: arguments that alias no other
         (see ``Overwrite``).  ``parallel``: the code runs on several threads at once
-        (an OpenMP region, see ``openmp.py``)."""
-        key = (fn, tuple(kinds), ret_active, stable_args, noalias_args, parallel)
+        (an OpenMP region, see ``openmp.py``).  ``const_fields``: fields of the
+        arguments' memory that hold pointers without a shadow
+        (``Activity.callee_const_fields``)."""
+        key = (fn, tuple(kinds), ret_active, stable_args, noalias_args, parallel,
+               const_fields)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
+            g.const_fields = const_fields
             g.noalias_args = noalias_args
             g.parallel = parallel
             self.queue.append(g)
@@ -266,7 +270,8 @@ class ReverseGen:
         hooks = self.ctx.hooks
         self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
                             shadow_globals=self.ctx.shadow_globals,
-                            ret_active=self.ret_active)
+                            ret_active=self.ret_active,
+                            const_fields=getattr(self, "const_fields", frozenset()))
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)

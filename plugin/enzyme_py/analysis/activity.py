@@ -51,6 +51,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                ExtractValue, GEP, InsertElement, InsertValue, Load, Phi, Ret,
                                Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg,
                                FCmp, ICmp)
+from ..ir.values import Argument
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
@@ -111,8 +112,11 @@ class Activity:
     ``"out"`` (active by-value float)."""
 
     def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=(),
-                 ret_active=True):
+                 ret_active=True, const_fields=frozenset()):
         self.fn = fn
+        # (argument index, byte offset): pointers stored there in the memory the
+        # argument points to have no shadow (``callee_const_fields``)
+        self.const_fields = const_fields
         self.inactive_fns = inactive  # names of functions whose calls carry no derivative
         self.active: set = set()      # float-typed values with adjoints
         self.shadowed: set = set()    # pointers with shadows
@@ -128,7 +132,7 @@ class Activity:
                         if o.type.is_pointer and not o.is_instruction and \
                                 global_base(o) in shadow_globals:
                             self.shadowed.add(o)
-        self._key = (fn, tuple(kinds))
+        self._key = (fn, tuple(kinds), const_fields)
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
         # non-escaping locals -> the values stored into them
@@ -204,7 +208,8 @@ class Activity:
         from it reaches an output.  Assume none does; take back the ones with such a
         load; repeat until nothing changes."""
         quiet = {}
-        for a in [a for a, st in self.slots.items() if not st.ptrs and not st.loaded] + [
+        for a in [a for a, st in self.slots.items()
+                  if not st.ptrs and not st.loaded and not st.copies] + [
                 i for i in insts if isinstance(i, Call) and _fresh_block(i)]:
             if a in self.shadowed:
                 derived = _derived_pointers(a)
@@ -381,9 +386,43 @@ class Activity:
 
     def may_hold_shadowed_pointers(self, p) -> bool:
         """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
-        False only for a non-escaping local into which no shadowed pointer is stored."""
-        st = self.slots.get(underlying_object(p))
-        return st is None or st.holds_shadowed(self)
+        False for a non-escaping local into which no shadowed pointer is stored, and
+        for a field of one (or of the memory an argument points to:
+        ``const_fields``) that holds only pointers without a shadow."""
+        if self.const_fields or self.slots:
+            base, off = base_offset(p, self.fn.parent.datalayout)
+            if isinstance(base, Argument) and (base.index, off) in self.const_fields:
+                return False
+        else:
+            base, off = underlying_object(p), None
+        st = self.slots.get(base)
+        if st is None and base is not underlying_object(p):
+            st = self.slots.get(underlying_object(p))
+            off = None
+        return st is None or st.holds_shadowed(self, off)
+
+    def callee_const_fields(self, args) -> frozenset:
+        """For a call with ``args``: (argument index, byte offset) of the fields that
+        hold only pointers without a shadow in the memory the argument points to -- a
+        local with such fields (``_Slot.const_offsets``), or such a field of this
+        function's own argument passed on.  The callee's ``Activity`` takes them as
+        ``const_fields``; its derivative is made for them."""
+        if not self.const_fields and not self.slots:
+            return frozenset()
+        dl = self.fn.parent.datalayout
+        out = set()
+        for k, a in enumerate(args):
+            if not a.type.is_pointer or a not in self.shadowed:
+                continue
+            base, off = base_offset(a, dl)
+            if off is None:
+                continue
+            st = self.slots.get(base)
+            if st is not None:
+                out.update((k, o - off) for o in st.const_offsets(self))
+            elif isinstance(base, Argument):
+                out.update((k, o - off) for i, o in self.const_fields if i == base.index)
+        return frozenset(out)
 
     def callee_kinds(self, args):
         return ["dup" if a.type.is_pointer and a in self.shadowed
@@ -393,13 +432,14 @@ class Activity:
         """Whether ``callee`` may return a shadowed pointer (``aggregate``: inside the
         struct it returns)."""
         kinds = tuple(self.callee_kinds(args))
-        key = (callee, kinds, aggregate)
+        fields = self.callee_const_fields(args)
+        key = (callee, kinds, fields, aggregate)
         got = self._callee_ret.get(key)
         if got is None:
-            if (callee, kinds) in self._outer or len(self._outer) > 8:
+            if (callee, kinds, fields) in self._outer or len(self._outer) > 8:
                 return True     # recursion (or deep nesting): assume it may
             sub = Activity(callee, kinds, self.inactive_fns, self._outer,
-                           self.shadow_globals)
+                           self.shadow_globals, const_fields=fields)
             rets = [t.value for b in callee.blocks for t in [b.terminator]
                     if isinstance(t, Ret) and t.value is not None]
             if aggregate:
@@ -654,42 +694,204 @@ def _alloca_may_hold_float(a) -> bool:
 
 
 class _Slot:
-    __slots__ = ("ptrs", "loaded", "floats", "called")
+    """What a non-escaping local holds, with the byte offsets (from the local's start;
+    None where not constant) at which pointers are stored and loaded -- by this
+    function or by the callees it is passed to (``_param_summary``)."""
+
+    __slots__ = ("ptrs", "loaded", "floats", "called", "ptr_loads", "int_stores",
+                 "inexact", "returned", "copies")
 
     def __init__(self):
-        self.ptrs: list = []      # pointer values stored into the local
-        self.loaded: list = []    # pointers through which a callee loads what it stores there
+        self.ptrs: list = []      # (pointer value stored into the local, offset)
+        self.loaded: list = []    # (pointer through which a callee loads what it
+        #                            stores there, offset)
         self.floats = False       # whether it may hold floating-point values
         self.called = False       # whether it is passed to calls (``_passed_as_slot``)
+        self.ptr_loads: list = []     # offsets at which pointers are loaded
+        self.int_stores: list = []    # (offset, size) of integers stored
+        self.inexact = False      # pointers loaded or stored as aggregates, or read
+        #                           through a callee's result: no per-field answer
+        self.returned = False     # (a callee's summary) it returns the parameter
+        self.copies: list = []    # (by-value parameter copied in, offset, offsets of
+        #                            its pointer fields): ``rewrites.copy_byval_params``
 
-    def holds_shadowed(self, act) -> bool:
-        """Whether a pointer with a shadow may be stored into the local.  One passed
-        to calls that holds nothing but null (libstdc++'s ``pair(nullptr_slot, node)``
-        at -O0) keeps a shadow, as it had before such locals were followed: null is its
-        own shadow, and the callee may store it beside pointers that have one."""
+    def add(self, other, shift) -> None:
+        """Take in ``other`` (a callee's summary), its offsets moved by ``shift``."""
+        def mv(o):
+            return None if o is None or shift is None else o + shift
+        self.ptrs.extend((v, mv(o)) for v, o in other.ptrs)
+        self.loaded.extend((v, mv(o)) for v, o in other.loaded)
+        self.ptr_loads.extend(mv(o) for o in other.ptr_loads)
+        self.int_stores.extend((mv(o), n) for o, n in other.int_stores)
+        self.floats |= other.floats
+        self.inexact |= other.inexact
+
+    def pointer_bits_as_integers(self, size) -> bool:
+        """Whether an integer stored here may be read back as a pointer (pointer bits
+        through an integer: its pointers cannot be followed)."""
+        for o, n in self.int_stores:
+            for lo in self.ptr_loads:
+                if o is None or lo is None or o < lo + size and lo < o + n:
+                    return True
+        return False
+
+    def _entries(self, act):
+        """(offset, whether it may hold a pointer with a shadow, whether it holds a
+        pointer of the program without one) for every pointer put into the local."""
+        for v, o in self.ptrs:
+            yield o, v in act.shadowed, v.is_instruction or getattr(v, "is_argument", False)
+        for p, o in self.loaded:
+            yield o, p in act.shadowed and act.may_hold_shadowed_pointers(p), False
+        for param, o, fields in self.copies:
+            for f in fields:
+                const = (param.index, f) in act.const_fields
+                yield o + f, param in act.shadowed and not const, const
+
+    def const_offsets(self, act) -> frozenset:
+        """The offsets that hold only pointers without a shadow, at least one of them
+        a value of this program (not null, not a global or a function): the fields of
+        a C++ closure or view that refer to ``enzyme_const`` data beside fields that
+        refer to duplicated data.  Empty unless every pointer is stored and loaded
+        alone at a known offset, each load at an offset where pointers are stored or at
+        one no pointer store overlaps."""
+        if self.inexact or not (self.ptrs or self.copies):
+            return frozenset()
+        entries = list(self._entries(act))
+        offs = {o for o, _, _ in entries}
+        if None in offs or None in self.ptr_loads:
+            return frozenset()
+        for lo in self.ptr_loads:
+            if any(lo != o and abs(lo - o) < 8 for o in offs):
+                return frozenset()
+        shadowed = {o for o, sh, _ in entries if sh}
+        if not shadowed:
+            return frozenset()
+        return frozenset(o for o, sh, real in entries if real and o not in shadowed)
+
+    def holds_shadowed(self, act, offset=None) -> bool:
+        """Whether a pointer with a shadow may be stored into the local (at ``offset``,
+        when given and known).  One passed to calls that holds nothing but null
+        (libstdc++'s ``pair(nullptr_slot, node)`` at -O0) keeps a shadow, as it had
+        before such locals were followed: null is its own shadow, and the callee may
+        store it beside pointers that have one."""
         from ..ir.values import ConstantNull
         if self.called and not self.loaded \
-                and all(isinstance(v, ConstantNull) for v in self.ptrs):
+                and all(isinstance(v, ConstantNull) for v, _ in self.ptrs):
             return True
-        return any(v in act.shadowed for v in self.ptrs) or any(
-            p in act.shadowed and act.may_hold_shadowed_pointers(p) for p in self.loaded)
+        if offset is not None and offset in self.const_offsets(act):
+            return False
+        return any(sh for _, sh, _ in self._entries(act))
 
 
-def _passed_as_slot(call, index, st) -> bool:
-    """Whether the local passed to ``call`` at operand ``index`` stays followable
-    (``_param_summary``); what the callee may store there goes to ``st``."""
+def base_offset(p, dl, limit=32):
+    """``p`` stripped of GEPs and pointer casts, and the constant byte offset they add
+    (None when some index is not constant)."""
+    off = 0
+    while limit:
+        limit -= 1
+        if isinstance(p, GEP):
+            o = p.constant_offset(dl)
+            off = None if o is None or off is None else off + o
+            p = p.operand(0)
+        elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
+            p = p.operand(0)
+        else:
+            break
+    return p, off
+
+
+def _offset_uses(a, dl):
+    """The uses of ``a`` and of the pointers derived from it by GEPs and pointer casts,
+    as ``address_uses``, each with the byte offset from ``a`` of the pointer used
+    (None when not constant)."""
+    work, seen = [(a, 0)], set()
+    while work:
+        v, off = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if getattr(user, "is_debug_use", False):
+                continue
+            if isinstance(user, GEP) and u.index == 0:
+                o = user.constant_offset(dl)
+                work.append((user, None if o is None or off is None else off + o))
+            elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
+                work.append((user, off))
+            else:
+                yield u, off
+
+
+def byval_type(call, index):
+    """The type a call passes by value (``byval(T)``) at argument ``index``, else None."""
+    attrs = call.arg_attrs[index] if call.arg_attrs and index < len(call.arg_attrs) else None
+    if not attrs or "byval(" not in attrs:
+        return None
+    from ..ir.attributes import Attributes
+    from ..ir.parser import Parser
+    text = Attributes.parse(attrs).arg("byval")
+    return None if text is None else Parser(call.function.parent, text).parse_type()
+
+
+def pointer_offsets(ty, dl, limit=64):
+    """The byte offsets of the pointers in values of ``ty`` (None past ``limit``)."""
+    out = []
+
+    def walk(t, off):
+        if len(out) > limit:
+            return
+        if t.is_pointer:
+            out.append(off)
+        elif t.is_struct:
+            for e, o in zip(t.elements, dl.field_offsets(t)):
+                walk(e, off + o)
+        elif t.is_array and has_pointer(t.element):
+            size = dl.size_in_bytes(t.element)
+            for k in range(t.count):
+                walk(t.element, off + k * size)
+
+    walk(ty, 0)
+    return None if len(out) > limit else out
+
+
+def _copied_param(call, off, dl):
+    """For ``memcpy(local + off, param, n)`` with ``param`` a by-value parameter holding
+    pointers, copied whole into the local at its start (``rewrites.copy_byval_params``):
+    ``(param, offsets of its pointer fields, whether it holds floats)``, else None."""
+    if not (call.callee_name or "").startswith("llvm.memcpy.") or off != 0 \
+            or len(call.args) < 3:
+        return None
+    param = call.args[1]
+    if not getattr(param, "is_argument", False) or "byval(" not in (param.attrs or ""):
+        return None
+    from ..ir.attributes import Attributes
+    from ..ir.parser import Parser
+    text = Attributes.parse(param.attrs).arg("byval")
+    ty = Parser(param.parent.parent, text).parse_type() if text else None
+    if ty is None or not has_pointer(ty):
+        return None
+    n = call.args[2]
+    fields = pointer_offsets(ty, dl)
+    if fields is None or getattr(n, "value", None) != dl.size_in_bytes(ty):
+        return None
+    return param, fields, floatish(ty)
+
+
+def _passed_as_slot(call, index, st, offset) -> bool:
+    """Whether the local passed to ``call`` at operand ``index`` (at ``offset`` into
+    it) stays followable (``_param_summary``); what the callee may store there goes to
+    ``st``."""
     got = _param_summary(call, index)
     if got is None:
         return False
-    ptrs, loaded, floats, returned = got
-    if returned:      # the call's result is the local again: only loaded from here
+    if got.returned:      # the call's result is the local again: only loaded from here
         for u in call.uses:
             if not (isinstance(u.user, Load) and u.index == 0):
                 return False
-            floats |= floatish(u.user.type)
-    st.ptrs.extend(ptrs)
-    st.loaded.extend(loaded)
-    st.floats |= floats
+            got.floats |= floatish(u.user.type)
+        got.inexact = True
+    st.add(got, offset)
     st.called = True
     return True
 
@@ -698,12 +900,13 @@ def _param_summary(call, index, depth=4):
     """What the defined function ``call`` calls does with the memory its parameter at
     operand ``index`` points to, when that memory is only a place for pointers
     and values it loads: it loads from it, stores into it its other arguments,
-    pointers loaded through them or values computed from what it loaded there (a C++
-    iterator's ``operator++``), passes it to functions that do the same (``base()``),
-    returns it (``return *this``).  Returns ``(ptrs, loaded, floats, returned)``:
-    the caller's values stored there, the caller's pointers through which the values
-    stored are loaded, whether floats are stored or loaded there, whether the call's
-    result is the parameter itself; None for any other use."""
+    pointers loaded through them, integers or values computed from what it loaded
+    there (a C++ iterator's ``operator++``), passes it to functions that do the same
+    (``base()``), returns it (``return *this``).  Returns a ``_Slot`` (offsets from the
+    parameter) holding the caller's values stored there, the caller's pointers through
+    which the values stored are loaded, whether floats are stored or loaded there, and
+    ``returned``: whether the call's result is the parameter itself; None for any
+    other use."""
     from ..ir.module import Function
     from ..ir.values import Argument, ConstantNull, Poison, Undef
     callee = call.called_function
@@ -712,68 +915,97 @@ def _param_summary(call, index, depth=4):
             or index >= len(callee.args):
         return None
     callee.materialize()
+    dl = callee.parent.datalayout
     param = callee.args[index]
-    ptrs, loaded, floats, returned = [], [], False, False
-    aliases, contents, stored = {param}, set(), []
+    out = _Slot()
+    ty = byval_type(call, index)
+    if ty is not None:
+        # the callee's own copy: every field read, nothing stored back
+        fields = pointer_offsets(ty, dl)
+        if fields is None:
+            return None
+        out.ptr_loads.extend(fields)
+        out.floats = floatish(ty)
+        return out
+    aliases, contents, stored = {param: 0}, set(), []
     work = [param]
 
     def outer(v):
         """The caller's value for the callee's argument ``v``, or None."""
         return call.args[v.index] if isinstance(v, Argument) and v is not param else None
 
-    def derived_from_contents(x, limit=8):
+    def content_load(x, limit=8):
+        """The load from the parameter's memory ``x`` is derived from, or None."""
         while limit and isinstance(x, (GEP, Cast)):
             x, limit = x.operand(0), limit - 1
-        return x in contents
+        return x if x in contents else None
 
     while work:
         v = work.pop()
+        off = aliases[v]
         for u in v.uses:
             user = u.user
             if getattr(user, "is_debug_use", False) or _marker(user):
                 continue
             if isinstance(user, (GEP, Cast)) and u.index == 0 and user.type.is_pointer:
                 if user not in aliases:
-                    aliases.add(user)
+                    o = user.constant_offset(dl) if isinstance(user, GEP) else 0
+                    aliases[user] = None if o is None or off is None else off + o
                     work.append(user)
             elif isinstance(user, Load) and u.index == 0 and not user.volatile:
-                floats |= floatish(user.type)
+                out.floats |= floatish(user.type)
+                if user.type.is_pointer:
+                    out.ptr_loads.append(off)
+                elif has_pointer(user.type):
+                    out.inexact = True
                 contents.add(user)
             elif isinstance(user, Store) and u.index == 1 and not user.volatile:
-                stored.append(user.operand(0))     # (judged once every load is seen)
+                stored.append((user.operand(0), off))     # (judged once every load is seen)
             elif isinstance(user, Ret):
-                returned = True
+                out.returned = True
             elif isinstance(user, ICmp):
                 continue
             elif isinstance(user, Call) and u.index < user.num_args:
                 sub = _param_summary(user, u.index, depth - 1)
                 if sub is None:
                     return None
-                sptrs, sloaded, sfloats, sret = sub
-                mapped = [outer(p) for p in sptrs + sloaded]
+                mapped = [outer(p) for p, _ in sub.ptrs + sub.loaded]
                 if any(m is None for m in mapped):
                     return None
-                ptrs.extend(mapped[:len(sptrs)])
-                loaded.extend(mapped[len(sptrs):])
-                floats |= sfloats
-                if sret and user not in aliases:
-                    aliases.add(user)
-                    work.append(user)
+                n = len(sub.ptrs)
+                sub.ptrs = [(m, o) for m, (_, o) in zip(mapped[:n], sub.ptrs)]
+                sub.loaded = [(m, o) for m, (_, o) in zip(mapped[n:], sub.loaded)]
+                out.add(sub, off)
+                if sub.returned:
+                    out.inexact = True
+                    if user not in aliases:
+                        aliases[user] = None
+                        work.append(user)
             else:
                 return None
-    for x in stored:
-        if isinstance(x, (ConstantNull, Undef, Poison)) or derived_from_contents(x):
+    dl_size = dl.store_size
+    for x, off in stored:
+        if isinstance(x, (ConstantNull, Undef, Poison)):
+            continue
+        src = content_load(x)
+        if src is not None:
+            # what it held, put back (an iterator advanced): elsewhere than where it
+            # was read, the fields cannot be told apart
+            if has_pointer(x.type) and (off is None or aliases.get(src.operand(0)) != off):
+                out.inexact = True
             continue
         if floatish(x.type):
-            floats = True
+            out.floats = True
         elif x.type.is_pointer and outer(x) is not None:
-            ptrs.append(outer(x))
+            out.ptrs.append((outer(x), off))
         elif isinstance(x, Load) and x.type.is_pointer \
                 and outer(underlying_object(x.operand(0))) is not None:
-            loaded.append(outer(underlying_object(x.operand(0))))
+            out.loaded.append((outer(underlying_object(x.operand(0))), off))
+        elif x.type.is_int or x.type.is_vector and x.type.element.is_int:
+            out.int_stores.append((off, dl_size(x.type)))
         else:
             return None
-    return ptrs, loaded, floats, returned
+    return out
 
 
 def _read_by_parallel_region(call, index):
@@ -821,50 +1053,58 @@ def _only_loaded(param, depth):
 
 def _local_slots(fn) -> dict:
     """Allocas whose address never escapes -- every use, through GEPs and casts, is a
-    load from it or a store to it (or a lifetime/debug marker) -- and what they hold.
-    An alloca stored into with anything but whole pointers and loaded as a pointer
-    (pointer bits through an integer) is left out: its pointers cannot be followed."""
+    load from it or a store to it (or a lifetime/debug marker, or a call that only
+    uses it that way: ``_param_summary``) -- and what they hold.  An alloca where an
+    integer is stored over bytes loaded as a pointer (pointer bits through an integer)
+    is left out: its pointers cannot be followed."""
     out = {}
+    dl = fn.parent.datalayout
     for b in fn.blocks:
         for a in b.instructions:
             if not isinstance(a, Alloca):
                 continue
             st, ok = _Slot(), True
             st.floats = floatish(a.allocated_type)
-            loads_ptr = other_stores = False
-            for u in address_uses(a, set()):
+            for u, off in _offset_uses(a, dl):
                 user = u.user
                 if isinstance(user, Load):
                     t = user.type
-                    loads_ptr |= t.is_pointer
                     st.floats |= floatish(t)
-                    if not t.is_pointer and has_pointer(t):
+                    if t.is_pointer:
+                        st.ptr_loads.append(off)
+                    elif has_pointer(t):
                         ok = False
                 elif isinstance(user, Store) and u.index == 1:
                     x = user.operand(0)
                     if x.type.is_pointer:
-                        st.ptrs.append(x)
+                        st.ptrs.append((x, off))
                     elif has_pointer(x.type):
                         ok = False
+                    elif floatish(x.type):
+                        st.floats = True
                     else:
-                        st.floats |= floatish(x.type)
-                        other_stores |= not floatish(x.type)
+                        st.int_stores.append((off, dl.store_size(x.type)))
                 elif _marker(user):
                     pass
-                elif isinstance(user, Call) and _passed_as_slot(user, u.index, st):
+                elif isinstance(user, Call) and u.index == 0 \
+                        and _copied_param(user, off, dl) is not None:
+                    param, fields, floats = _copied_param(user, off, dl)
+                    st.copies.append((param, off, fields))
+                    st.floats |= floats
+                elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off):
                     pass
                 elif isinstance(user, Call) \
                         and _read_by_parallel_region(user, u.index) is not None:
                     for t in _read_by_parallel_region(user, u.index):
-                        loads_ptr |= t.is_pointer
                         st.floats |= floatish(t)
-                        if not t.is_pointer and has_pointer(t):
+                        if t.is_pointer:
+                            st.ptr_loads.append(None)
+                        elif has_pointer(t):
                             ok = False
                 else:
                     ok = False
                 if not ok:
                     break
-            if ok and not (loads_ptr and other_stores):
+            if ok and not st.pointer_bits_as_integers(dl.store_size(a.type)):
                 out[a] = st
     return out
-

@@ -80,18 +80,6 @@ class _Obj:
         self.kind, self.value, self.offset = kind, value, offset
 
 
-def _gep_offset(g, dl):
-    """Constant byte offset of a GEP, or None."""
-    idx = g.indices
-    if not idx or not all(isinstance(i, ConstantInt) for i in idx):
-        return None
-    try:
-        off = idx[0].value * dl.size_in_bytes(g.source_type)
-        return off + dl.offset_of(g.source_type, [i.value for i in idx[1:]])
-    except Exception:  # noqa: BLE001 - unusual types: unknown offset
-        return None
-
-
 def underlying_objects(p, dl, limit=64):
     """The objects pointer ``p`` may point into, each with a constant byte offset (None
     when unknown).  Walks GEPs, casts, phis and selects."""
@@ -107,7 +95,7 @@ def underlying_objects(p, dl, limit=64):
             continue
         seen.add((v, off))
         if isinstance(v, GEP):
-            o = _gep_offset(v, dl)
+            o = v.constant_offset(dl)
             work.append((v.operand(0), None if o is None or off is None else off + o))
         elif isinstance(v, Cast) and v.opcode in ("bitcast", "addrspacecast"):
             work.append((v.operand(0), off))

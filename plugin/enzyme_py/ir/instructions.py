@@ -518,6 +518,19 @@ class GEP(Instruction):
     def inbounds(self) -> bool:
         return "inbounds" in self.flags
 
+    def constant_offset(self, dl):
+        """The byte offset this GEP adds to its pointer when every index is a constant
+        (``dl``: the module's data layout), else None."""
+        from .values import ConstantInt
+        idx = self.indices
+        if not idx or not all(isinstance(i, ConstantInt) for i in idx):
+            return None
+        try:
+            off = idx[0].value * dl.size_in_bytes(self.source_type)
+            return off + dl.offset_of(self.source_type, [i.value for i in idx[1:]])
+        except Exception:  # noqa: BLE001 - unusual types: unknown offset
+            return None
+
     def _print(self, p):
         return (_j("getelementptr", *self.flags, str(self.source_type)) + ", "
                 + ", ".join(p.tv(v) for v in self.operands))

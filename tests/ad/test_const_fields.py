@@ -1,0 +1,217 @@
+"""Locals whose fields refer to ``enzyme_const`` data beside fields that refer to
+duplicated data: C++ closures capturing by reference (``[&]``) a constant and a
+differentiated container, passed by value to a template (two captures: two pointer
+arguments; three: ``byval``), a view constructed by an out-of-line constructor once
+over constant and once over duplicated data, and a C cursor struct of a constant and a
+duplicated pointer advanced by a helper.  Unoptimised (-O0), nothing inlines these
+helpers; the analysis follows such a local's fields by offset (``activity._Slot``,
+``Activity.callee_const_fields``) where it used to refuse the whole local ("mixed").
+Each program checks reverse and forward mode against central differences and that the
+constant data is left as it was; a field that holds a constant pointer at one time and
+a duplicated one at another stays a compile error at -O0."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import enzyme_cc
+from test_never_silent import OPTS, build_error, run
+
+CXX_PRELUDE = r"""
+#include <cmath>
+#include <cstdio>
+#include <vector>
+extern "C" {
+extern int enzyme_dup, enzyme_const, enzyme_out;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+}
+static int fails;
+static void check(const char *what, double got, double want) {
+    double scale = std::fabs(want) > 1e-2 ? std::fabs(want) : 1e-2;
+    bool ok = std::fabs(got - want) / scale <= 1e-6;
+    std::printf("%s %s got %.12g want %.12g\n", ok ? "ok" : "FAIL", what, got, want);
+    fails += !ok;
+}
+"""
+
+CLOSURES = r"""
+template <class F> double sum_over(int n, F f) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += f(i);
+    return s;
+}
+template <class F> double twice(F f) { return f(0) + f(1); }
+
+// two references: the closure goes as two pointer arguments
+double weighted(const std::vector<double> &w, const std::vector<double> &x) {
+    return sum_over((int)x.size(), [&](int i) { return w[i] * x[i] * x[i]; });
+}
+// three references and a closure inside a closure: by value (byval)
+double nested(const std::vector<double> &rest, std::vector<double> &pos, double k) {
+    return twice([&](int j) {
+        return sum_over(2, [&](int i) { return rest[i + j] * pos[i + j] * pos[i + j] * k; });
+    });
+}
+
+int main() {
+    std::vector<double> w{1, 2, 3}, x{0.5, 1.5, 2.5}, dx(3, 0.0);
+    __enzyme_autodiff((void *)weighted, enzyme_const, &w, enzyme_dup, &x, &dx);
+    for (int i = 0; i < 3; i++) check("weighted rev", dx[i], 2 * w[i] * x[i]);
+    std::vector<double> t{1, -0.5, 2};
+    check("weighted fwd", __enzyme_fwddiff((void *)weighted, enzyme_const, &w,
+                                           enzyme_dup, &x, &t),
+          2 * (w[0] * x[0] * t[0] + w[1] * x[1] * t[1] + w[2] * x[2] * t[2]));
+    check("w intact", w[0] + 10 * w[1] + 100 * w[2], 321);
+
+    std::vector<double> rest{1.0, 0.5, 2.0}, pos{0.3, 1.2, 1.9}, dpos(3, 0.0);
+    double k = 3.0, h = 1e-6;
+    double dk = __enzyme_autodiff((void *)nested, enzyme_const, &rest, enzyme_dup, &pos,
+                                  &dpos, enzyme_out, k);
+    check("nested dk", dk, (nested(rest, pos, k + h) - nested(rest, pos, k - h)) / (2 * h));
+    for (int i = 0; i < 3; i++) {
+        double s = pos[i];
+        pos[i] = s + h; double fp = nested(rest, pos, k);
+        pos[i] = s - h; double fm = nested(rest, pos, k);
+        pos[i] = s;
+        check("nested dpos", dpos[i], (fp - fm) / (2 * h));
+    }
+    std::vector<double> tp{1, 0, -1};
+    std::vector<double> pp(pos), pm(pos);
+    for (int i = 0; i < 3; i++) { pp[i] += h * tp[i]; pm[i] -= h * tp[i]; }
+    check("nested fwd", __enzyme_fwddiff((void *)nested, enzyme_const, &rest, enzyme_dup,
+                                         &pos, &tp, enzyme_const, k),
+          (nested(rest, pp, k) - nested(rest, pm, k)) / (2 * h));
+    check("rest intact", rest[0] + 10 * rest[1] + 100 * rest[2], 206);
+    return fails;
+}
+"""
+
+VIEW = r"""
+struct Vec {
+    double *p;
+    int n;
+    Vec(double *pp, int nn) : p(pp), n(nn) {}
+};
+double f(double *x, double *y, int n) {
+    Vec X(x, n), Y(y, n);
+    double s = 0;
+    for (int i = 0; i < X.n; i++) s += X.p[i] * X.p[i] * Y.p[i];
+    return s;
+}
+int main() {
+    double x[3] = {0.3, -0.7, 1.2}, y[3] = {1.1, 0.4, -0.6}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, y, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("view rev", dx[i], 2 * x[i] * y[i]);
+    double t[3] = {1, 1, 1};
+    check("view fwd", __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, y,
+                                       enzyme_const, 3),
+          2 * (x[0] * y[0] + x[1] * y[1] + x[2] * y[2]));
+    check("y intact", y[0] + 10 * y[1] + 100 * y[2], 1.1 + 4 - 60);
+    return fails;
+}
+"""
+
+
+def _run_cxx(tmp_path, body, opt):
+    src = Path(tmp_path) / "t.cpp"
+    src.write_text(CXX_PRELUDE + body)
+    exe = Path(tmp_path) / "t"
+    r = enzyme_cc(["-std=c++17", opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_closures_capturing_constant_and_duplicated_data(tmp_path, opt):
+    out = _run_cxx(tmp_path, CLOSURES, opt)
+    assert out.count("ok ") == 11, out
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_view_constructed_over_constant_and_duplicated_data(tmp_path, opt):
+    out = _run_cxx(tmp_path, VIEW, opt)
+    assert out.count("ok ") == 5, out
+
+
+CURSOR = r"""
+typedef struct { const double *w; double *x; int n; } Cur;
+__attribute__((noinline)) static double step(Cur *c) {
+    double v = c->w[0] * c->x[0] * c->x[0];
+    c->w++; c->x++; c->n--;
+    return v;
+}
+__attribute__((noinline)) static double walk(Cur c) {
+    double s = 0;
+    while (c.n > 0) s += step(&c);
+    return s;
+}
+double f(const double *w, double *x, int n) {
+    Cur c = { w, x, n };
+    double s = walk(c);
+    Cur d = { w + 1, x + 1, n - 1 };
+    s += step(&d) * walk(d);
+    return s;
+}
+int main(void) {
+    double w[4] = {1, 2, 3, 4}, x[4] = {0.5, -1.5, 2.0, 0.7}, dx[4] = {0}, h = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_const, w, enzyme_dup, x, dx, enzyme_const, 4);
+    for (int i = 0; i < 4; i++) {
+        double s = x[i];
+        x[i] = s + h; double fp = f(w, x, 4);
+        x[i] = s - h; double fm = f(w, x, 4);
+        x[i] = s;
+        check("cursor rev", dx[i], (fp - fm) / (2 * h));
+    }
+    check("w intact", w[0] + 10 * w[1] + 100 * w[2] + 1000 * w[3], 4321);
+    double t[4] = {1, 0.5, -1, 2}, xp[4], xm[4];
+    for (int i = 0; i < 4; i++) { xp[i] = x[i] + h * t[i]; xm[i] = x[i] - h * t[i]; }
+    check("cursor fwd", __enzyme_fwddiff_d((void *)f, enzyme_const, w, enzyme_dup, x, t,
+                                           enzyme_const, 4),
+          (f(w, xp, 4) - f(w, xm, 4)) / (2 * h));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_cursor_of_constant_and_duplicated_pointers(tmp_path, opt):
+    out = run(tmp_path, CURSOR, opt)
+    assert out.count("ok ") == 6, out
+
+
+REASSIGNED = r"""
+typedef struct { const double *p; double *q; } Two;
+__attribute__((noinline)) static void set(Two *t, const double *p, double *q) {
+    t->p = p; t->q = q;
+}
+__attribute__((noinline)) static double use(Two *t, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += t->p[i] * t->q[i];
+    return s;
+}
+double f(const double *w, double *x, int n) {
+    Two t;
+    set(&t, w, x);
+    double s = use(&t, n);
+    set(&t, x, x);      /* the constant field now refers to duplicated data */
+    return s + use(&t, n);
+}
+int main(void) {
+    double w[3] = {1, 2, 3}, x[3] = {0.5, -1.5, 2.0}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_const, w, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("rev", dx[i], w[i] + 4 * x[i]);
+    check("w intact", w[0] + 10 * w[1] + 100 * w[2], 321);
+    return fails;
+}
+"""
+
+
+def test_field_holding_constant_then_duplicated_data_is_refused(tmp_path):
+    err = build_error(tmp_path, REASSIGNED, "-O0")
+    assert "mixed with pointers that have shadows" in err, err
