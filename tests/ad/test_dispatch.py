@@ -267,3 +267,58 @@ def test_pointers_to_member_functions(tmp_path, opt):
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     _check(parse_values(out.stdout))
+
+
+# A root finder or quadrature routine (Numerical Recipes, f2c's QUADPACK) calls the user's
+# function through a pointer.  The model's parameters reach that function through a global
+# (the call passes only inactive values), or the pointer has f2c's unprototyped type
+# `double (*)()` (clang calls it as `double (ptr, ...)`, not the function's own type).
+CALLBACKS = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const, enzyme_out, enzyme_dupnoneed;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+static double g_p;
+static double userf(double x) { return g_p * x * x + sin(g_p * x); }
+__attribute__((noinline)) double integrate(double (*func)(double), double a, double b) {
+    double s = 0, h = (b - a) / 64;
+    for (int i = 0; i < 64; i++) s += (*func)(a + (i + 0.5) * h) * h;
+    return s;
+}
+double obj(double p) {
+    g_p = p;
+    return integrate(userf, 0.0, 2.0);
+}
+typedef double doublereal;
+typedef doublereal (*D_fp)();
+static doublereal cube(doublereal *x) { return *x * *x * *x; }
+__attribute__((noinline)) doublereal apply_(D_fp f, doublereal *x) { return (*f)(x); }
+void obj2(doublereal *x, doublereal *res) { *res = apply_((D_fp)cube, x); }
+int main(void) {
+    double p = 0.7, h = 1e-6;
+    printf("rev %.12g\n", __enzyme_autodiff((void *)obj, enzyme_out, p));
+    printf("fwd %.12g\n", __enzyme_fwddiff((void *)obj, p, 1.0));
+    printf("fd %.12g\n", (obj(p + h) - obj(p - h)) / (2 * h));
+    double x = 2.0, dx = 0, r = 0, dr = 1.0;
+    __enzyme_autodiff((void *)obj2, enzyme_dup, &x, &dx, enzyme_dupnoneed, &r, &dr);
+    printf("unprototyped %.12g\n", dx);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_callbacks_reading_globals_and_unprototyped_pointers(tmp_path, opt):
+    src = Path(tmp_path) / "cb.c"
+    src.write_text(CALLBACKS)
+    exe = Path(tmp_path) / "cb"
+    r = enzyme_cc([opt, "-Wno-deprecated-non-prototype", str(src), "-o", str(exe), "-lm"],
+                  tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    v = parse_values(out.stdout)
+    assert v["fd"][0] != 0
+    assert v["rev"][0] == pytest.approx(v["fd"][0], rel=1e-6), out.stdout
+    assert v["fwd"][0] == pytest.approx(v["fd"][0], rel=1e-6), out.stdout
+    assert v["unprototyped"][0] == pytest.approx(12.0, rel=1e-12), out.stdout

@@ -430,7 +430,7 @@ class AugmentedForward:
         args = inst.args
         involved = any(a in act.active or a in act.shadowed for a in args) \
             or inst in act.active or inst in act.shadowed \
-            or act.touches_shadow_globals(inst.called_function)
+            or act.touches_shadow_globals(inst)
         if ekind == "sort":
             if args[0] in act.shadowed:
                 aug_qsort(self.gen, inst, A)   # ad/sort.py

@@ -4,10 +4,10 @@ enzyme-cc sees the whole program at link time, so the functions an indirect call
 reach are known: the **candidates** are the defined functions whose address the program
 takes (a use other than as the callee of a direct call, outside the ``__enzyme_*``
 registration globals: vtables, function-pointer tables, a pointer passed along) and whose
-type is the call's type.  Each candidate is differentiated for the call's activity (the
-same argument kinds for all, so their derivative functions share one type), and the
-derivative code picks the one to call by comparing the primal function pointer with
-each candidate's address at run time:
+type fits the call (``analysis/callgraph.py``).  Each candidate is differentiated for the
+call's activity (the same argument kinds for all, so their derivative functions share one
+type), and the derivative code picks the one to call by comparing the primal function
+pointer with each candidate's address at run time:
 
 - reverse mode: the augmented forward calls the augmented function of the candidate the
   pointer names; the pointer is taped (a vtable slot may be gone by the time the reverse
@@ -24,8 +24,8 @@ defines no candidate at all is a compile error.
 
 from __future__ import annotations
 
+from ..analysis.callgraph import address_taken, callable_through, is_indirect
 from ..ir import types as T
-from ..ir.instructions import Call
 from ..ir.values import ConstantInt
 from .errors import NoDerivativeError
 
@@ -33,46 +33,18 @@ __all__ = ["candidates", "is_indirect", "resolve", "Dispatched", "select_target"
            "has_rule", "rule_wrapper"]
 
 
-def is_indirect(call) -> bool:
-    """A call through a pointer value (not a direct call, not inline asm)."""
-    c = call.callee
-    return call.called_function is None and c.type.is_pointer
-
-
-def _registration(g) -> bool:
-    return g.name.startswith("__enzyme_") or g.name in ("llvm.used", "llvm.compiler.used",
-                                                       "llvm.global.annotations")
-
-
-def _address_taken(fn) -> bool:
-    for u in fn.uses:
-        user = u.user
-        if isinstance(user, Call) and u.index == len(user.operands) - 1 \
-                and user.called_function is fn:
-            continue        # a direct call (the callee operand is the last one)
-        # a constant (vtable, table of pointers): find the global or instruction using it
-        x, depth = user, 0
-        while not (x.is_instruction or getattr(x, "is_global", False)) and x.uses \
-                and depth < 16:
-            x, depth = x.uses[0].user, depth + 1
-        if getattr(x, "is_global", False) and not x.is_instruction and _registration(x):
-            continue
-        return True
-    return False
-
-
 def candidates(module, call) -> list:
-    """The functions of ``module`` an indirect ``call`` may reach: defined ones, and
-    declared ones with a derivative rule (``sin`` in a table of libm functions; see
-    ``rule_wrapper``), whose address the program takes."""
-    fnty = call.function_type
+    """The functions of ``module`` an indirect ``call`` may reach
+    (``analysis.callgraph``): defined ones, and declared ones with a derivative rule
+    (``sin`` in a table of libm functions; see ``rule_wrapper``), whose address the
+    program takes."""
     out = []
     for f in module.functions:
-        if f.function_type != fnty or f.name.startswith("__enzyme_"):
+        if f.name.startswith("__enzyme_") or not callable_through(f, call):
             continue
         if f.is_declaration and not has_rule(f):
             continue
-        if _address_taken(f):
+        if address_taken(f):
             out.append(f)
     return out
 

@@ -220,7 +220,7 @@ class ForwardGen:
         act = self.act
         return (any(a in act.active or a in act.shadowed for a in inst.args)
                 or inst in act.active or inst in act.shadowed
-                or act.touches_shadow_globals(inst.called_function))
+                or act.touches_shadow_globals(inst))
 
     # ------------------------------------------------------------ visitor
     def _inst(self, inst, A):

@@ -348,7 +348,7 @@ class Activity:
                 return None
             args = i.args
             if self._any_active(args) or any(a in self.shadowed for a in args) \
-                    or self.touches_shadow_globals(i.called_function):
+                    or self.touches_shadow_globals(i):
                 return "active"
             return None
         if isinstance(i, (BinaryOp, UnaryOp, Cast, Select, ExtractValue, InsertValue,
@@ -376,12 +376,18 @@ class Activity:
                 return False
         return True
 
-    def touches_shadow_globals(self, callee) -> bool:
-        """Whether a call to ``callee`` (a defined function) reads or writes a global
-        that has a shadow global: it carries derivatives whatever its arguments."""
+    def touches_shadow_globals(self, call) -> bool:
+        """Whether ``call`` (of a defined function, or through a pointer: of any
+        function it may reach) reads or writes a global that has a shadow global: it
+        carries derivatives whatever its arguments."""
         if not self.shadow_globals:
             return False
+        from .callgraph import indirect_targets, is_indirect
         from .globals import touches
+        callee = call.called_function
+        if callee is None and is_indirect(call):
+            return any(touches(t, self.shadow_globals, self._touches)
+                       for t in indirect_targets(self.fn.parent, call))
         return touches(callee, self.shadow_globals, self._touches)
 
     def may_hold_shadowed_pointers(self, p) -> bool:

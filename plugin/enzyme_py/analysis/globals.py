@@ -26,6 +26,7 @@ from ..ir.instructions import AtomicRMW, Call, Ret, Store
 from ..ir.module import GlobalVariable
 from ..ir.values import ConstantExpr
 from .activity import floatish, has_pointer, underlying_object
+from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
 __all__ = ["global_base", "scratch_globals", "shadow_constant", "touches"]
@@ -171,9 +172,10 @@ def read_only_twin(v, module, writable: bool):
 
 
 def touches(fn, shadows, memo: dict) -> bool:
-    """Whether ``fn`` or a defined function it calls (transitively) uses a global of
-    ``shadows`` (so a call to it carries derivatives through that global even with
-    inactive arguments).  Decided over the whole call graph below ``fn`` at once, so
+    """Whether ``fn`` or a defined function it calls (transitively, also through
+    function pointers: ``callgraph.indirect_targets``) uses a global of ``shadows``
+    (so a call to it carries derivatives through that global even with inactive
+    arguments).  Decided over the whole call graph below ``fn`` at once, so
     recursion cannot hide a use."""
     if not shadows or fn is None or fn.is_declaration:
         return False
@@ -193,6 +195,13 @@ def touches(fn, shadows, memo: dict) -> bool:
             if isinstance(inst, Call):
                 c = inst.called_function
                 if c is not None and not c.is_declaration:
+                    reached = [c]
+                elif is_indirect(inst):
+                    # a function pointer or a vtable: whatever it may reach
+                    reached = indirect_targets(f.parent, inst)
+                else:
+                    reached = []
+                for c in reached:
                     callees.append(c)
                     if c not in seen:
                         seen.add(c)

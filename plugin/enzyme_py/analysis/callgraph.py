@@ -1,0 +1,64 @@
+"""Which functions a call may reach.
+
+enzyme-cc sees the whole program at link time, so an indirect call (a function
+pointer, a C++ virtual call) can only reach a function whose address the program
+takes -- a use other than as the callee of a direct call, outside the
+``__enzyme_*`` registration globals: vtables, function-pointer tables, a pointer
+passed along -- and whose type fits the call: the call's own type, or, for a call
+through an unprototyped pointer (C's ``double (*)()``, f2c's ``D_fp``, which clang
+calls as ``double (ptr, ...)``), a function without varargs whose parameters are
+the types of the arguments passed.
+"""
+
+from __future__ import annotations
+
+from ..ir.instructions import Call
+
+__all__ = ["address_taken", "callable_through", "indirect_targets", "is_indirect"]
+
+
+def is_indirect(call) -> bool:
+    """A call through a pointer value (not a direct call, not inline asm)."""
+    c = call.callee
+    return call.called_function is None and c.type.is_pointer
+
+
+def _registration(g) -> bool:
+    return g.name.startswith("__enzyme_") or g.name in ("llvm.used", "llvm.compiler.used",
+                                                       "llvm.global.annotations")
+
+
+def address_taken(fn) -> bool:
+    """Whether the program takes ``fn``'s address (see the module docstring)."""
+    for u in fn.uses:
+        user = u.user
+        if isinstance(user, Call) and u.index == len(user.operands) - 1 \
+                and user.called_function is fn:
+            continue        # a direct call (the callee operand is the last one)
+        # a constant (vtable, table of pointers): find the global or instruction using it
+        x, depth = user, 0
+        while not (x.is_instruction or getattr(x, "is_global", False)) and x.uses \
+                and depth < 16:
+            x, depth = x.uses[0].user, depth + 1
+        if getattr(x, "is_global", False) and not x.is_instruction and _registration(x):
+            continue
+        return True
+    return False
+
+
+def callable_through(fn, call) -> bool:
+    """Whether the indirect ``call`` may reach ``fn`` by their types."""
+    ft, ct = fn.function_type, call.function_type
+    if ft == ct:
+        return True
+    # an unprototyped call: typed from the (promoted) arguments it passes
+    return ct.varargs and not ft.varargs and ft.ret == ct.ret \
+        and [a.type for a in call.args] == list(ft.params)
+
+
+def indirect_targets(module, call) -> list:
+    """The defined functions of ``module`` the indirect ``call`` may reach."""
+    # (the type first: asking a lazily parsed function for its body parses it)
+    return [f for f in module.functions
+            if not f.name.startswith("__enzyme_") and callable_through(f, call)
+            and not f.is_declaration and address_taken(f)]
