@@ -164,3 +164,40 @@ def test_exception_caught_inside_an_inactive_helper(tmp_path, opt):
     assert out.returncode == 0, out.stderr
     assert [float(v) for v in out.stdout.split()] == pytest.approx([1.7, 1.7, 1.0, 1.0],
                                                                    rel=1e-14)
+
+
+# Two __enzyme_autodiff call sites differing only in the function, in the arms of an if,
+# with a std::vector alive across them (round X, a curve bootstrap): at -O2 LLVM merges
+# them into one `invoke` on `select c, @g, @f`.  Splitting it back into one site per
+# function (promote.split_chosen_targets) handled calls only, and left an invoke in the
+# middle of a block: "LLVM cannot parse the module".  Each arm now invokes its function.
+CHOSEN_INVOKE = r"""
+#include <cstdio>
+#include <vector>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...); }
+double f(const double *x, int n) { double s = 0; for (int i = 0; i < n; ++i) s += x[i] * x[i]; return s; }
+double g(const double *x, int n) { double s = 0; for (int i = 0; i < n; ++i) s += x[i] * x[i] * x[i]; return s; }
+int main(int argc, char **) {
+    std::vector<double> x = {1.0, 2.0, 3.0};
+    for (int k = 0; k < 2; ++k) {
+        std::vector<double> dx(x.size(), 0.0);
+        if (k + argc == 1) __enzyme_autodiff((void *)f, enzyme_dup, x.data(), dx.data(), enzyme_const, 3);
+        else __enzyme_autodiff((void *)g, enzyme_dup, x.data(), dx.data(), enzyme_const, 3);
+        std::printf("d%d %.12g %.12g %.12g\n", k, dx[0], dx[1], dx[2]);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_call_sites_merged_into_one_invoke_on_a_select(tmp_path, opt):
+    src = Path(tmp_path) / "chosen.cpp"
+    src.write_text(CHOSEN_INVOKE)
+    exe = Path(tmp_path) / "chosen"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    v = parse_values(out.stdout)
+    assert v["d0"] == [2.0, 4.0, 6.0], out.stdout     # argc = 1: f, then g
+    assert v["d1"] == [3.0, 12.0, 27.0], out.stdout

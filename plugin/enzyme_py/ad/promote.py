@@ -140,7 +140,20 @@ def split_chosen_targets(found) -> bool:
                  isinstance(a, Cast) and a.operand(0) is t)
         blk = call.parent
         fn = blk.parent
-        join = blk.split_after(call)
+        invoke = isinstance(call, Invoke)
+        if invoke:
+            # (a C++ caller with objects to destroy on unwinding: each arm invokes its
+            # function, returning to a join that goes on to the normal destination)
+            normal, unwind = call.normal_dest, call.unwind_dest
+            call.remove_from_parent()
+            join = fn.insert_basic_block(fn.blocks.index(blk) + 1, "enzyme.site.join")
+            join.append(Br(normal))
+            for phi in normal.phis:
+                for k, (_, pb) in enumerate(phi.incoming):
+                    if pb is blk:
+                        phi.set_incoming_block(k, join)
+        else:
+            join = blk.split_after(call)
         b = IRBuilder()
         b.debug_loc = call.get_metadata("dbg")
         test, results = blk, []
@@ -149,7 +162,14 @@ def split_chosen_targets(found) -> bool:
             c = call.clone({})
             c.set_arg(i, f)
             arm.append(c)
-            arm.append(Br(join))
+            if invoke:
+                c.set_operand(c.num_operands - 3, join)
+                for phi in unwind.phis:
+                    v = next((x for x, pb in phi.incoming if pb is blk), None)
+                    if v is not None:
+                        phi.add_incoming(v, arm)
+            else:
+                arm.append(Br(join))
             results.append((c, arm))
             b.position_at_end(test)
             if k + 1 < len(fns):
@@ -158,6 +178,9 @@ def split_chosen_targets(found) -> bool:
                 test = nxt
             else:
                 b.br(arm)
+        if invoke:
+            for phi in unwind.phis:
+                phi.remove_incoming(blk)
         if call.uses:
             phi = Phi(call.type, results)
             join.insert(0, phi)
