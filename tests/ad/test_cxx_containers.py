@@ -673,3 +673,33 @@ int main() {
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_range_for_over_a_constant_vector(tmp_path, opt):
     assert _derivatives(tmp_path, CONST_RANGE_FOR, opt) == {"springs", "model"}
+
+
+# A plain settings struct {int, double} copied from data without a shadow into an
+# object that also holds a std::vector (`Tree t(*spec)`, round X's binomial tree), its
+# method out of line: the object holds pointers, so the copy was taken to move pointer
+# fields from memory without a shadow ("memcpy of a struct with pointer fields ...") at
+# -O1..-O3 (Enzyme 15 builds it).  The bytes moved hold no pointer: nothing to refuse.
+SETTINGS = r"""
+struct Spec { int n; double T; };
+Spec g_spec = {4, 0.5};      // settings read, never written
+struct Tree {
+  Spec spec_;
+  std::vector<double> v_;
+  Tree(const Spec &s) : spec_(s), v_(s.n + 1) {}
+  __attribute__((noinline)) double price(double S0) {
+    for (int j = 0; j <= spec_.n; ++j) v_[j] = S0 * S0 * j;
+    return v_[spec_.n] * spec_.T;
+  }
+};
+double f(const double *x, int) {
+  Tree t(g_spec);
+  return t.price(x[0]) + x[1] * x[1];
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_settings_struct_copied_into_an_object_with_a_vector(tmp_path, opt):
+    seen = _derivatives(tmp_path, _program(["vector"], SETTINGS, "f", [1.5, 0.25]), opt)
+    assert seen == {"f"}

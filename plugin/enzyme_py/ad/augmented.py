@@ -559,15 +559,20 @@ class AugmentedForward:
                 raise
             return self._mem_kind_of(inst, refined)
 
+    def _kinds_moved(self, inst) -> set:
+        """What the byte-offset analysis finds in exactly the bytes a memcpy moves, at
+        both ends ({"ptr"} when it cannot tell)."""
+        from ..analysis.types import pointee_kinds
+        n = inst.args[2]
+        if not isinstance(n, ConstantInt):
+            return {"ptr"}
+        return pointee_kinds(inst.module, inst.args[:2], n.value) or {"ptr"}
+
     def _moves_only_integers(self, inst) -> bool:
         """Whether the byte-offset analysis finds only integers in exactly the bytes a
         memcpy moves, at both ends (the objects' kinds, which say 'ptr' for an object
         holding pointers and integers, do not look at offsets)."""
-        from ..analysis.types import pointee_kinds
-        n = inst.args[2]
-        if not isinstance(n, ConstantInt):
-            return False
-        return pointee_kinds(inst.module, inst.args[:2], n.value) == {"int"}
+        return self._kinds_moved(inst) == {"int"}
 
     def _mem_kind_of(self, inst, kinds):
         # Zeroing memory (C++ value-initialisation, a hash table's new buckets): whatever
@@ -656,6 +661,11 @@ class AugmentedForward:
             from_ = gen._sh_aug(src, inst)
         elif consts is not None and all(gen._sh_aug(c, inst) is c for c in consts):
             from_ = A.args[1]   # (_sh_aug raises for a pointer to writable data)
+        elif "ptr" not in self._kinds_moved(inst):
+            # only integers beside the floats in the bytes moved (a plain config struct
+            # copied into an object that also holds a vector): no pointer's shadow to
+            # move; the floats' adjoints are dropped in the reverse (constant data)
+            return
         else:
             raise ADError("memcpy of a struct with pointer fields from memory without a "
                           "shadow into memory that has one", location=self.ctx.err_loc(inst),
