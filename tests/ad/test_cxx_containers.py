@@ -703,3 +703,25 @@ double f(const double *x, int) {
 def test_settings_struct_copied_into_an_object_with_a_vector(tmp_path, opt):
     seen = _derivatives(tmp_path, _program(["vector"], SETTINGS, "f", [1.5, 0.25]), opt)
     assert seen == {"f"}
+
+
+# Elements of a vector of vectors assigned from initializer lists (round X's
+# Hull-White tree): the one-element copy into the vector's buffer is folded to `load
+# i64`/`store i64`, and the other such copies and `store i64 <bits of 1.0>` made the
+# buffer look like integers too: "an integer-typed copy of memory that may hold
+# floating-point values" at -O1..-O3 (Enzyme 15 builds it).  Integer copies and
+# constants that may be a float's bits do not count against a float copy.
+INIT_LISTS = r"""
+double f(const double *x, int) {
+  std::vector<std::vector<double>> Q(4);
+  Q[0] = {1.0};
+  for (int m = 1; m < 4; ++m) Q[m] = {Q[m - 1][0] * x[0] + x[1]};
+  return Q[3][0];
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_vectors_assigned_from_initializer_lists(tmp_path, opt):
+    seen = _derivatives(tmp_path, _program(["vector"], INIT_LISTS, "f", [1.3, 0.4]), opt)
+    assert seen == {"f"}

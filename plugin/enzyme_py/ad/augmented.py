@@ -360,7 +360,7 @@ class AugmentedForward:
             return None
         ptrs = [load.operand(0), store.operand(1)]
         if pointee_kinds(self.ctx.module, ptrs, load.type.width // 8,
-                         exclude=(load, store)) != {want[0]}:
+                         exclude=(load, store) + self._bit_moves()) != {want[0]}:
             return None
         blk = load.parent.instructions
         for i in blk[blk.index(load) + 1:blk.index(store)]:
@@ -368,6 +368,31 @@ class AugmentedForward:
                     not (i.callee_name or "").startswith(("llvm.lifetime.", "llvm.dbg.")):
                 return None
         return want[1]
+
+    def _bit_moves(self) -> tuple:
+        """The integer accesses of this function that move bits without saying what
+        they are: the other integer copies (a load whose only uses store it) and
+        stores of integer constants that may be a float's bits (``1.0`` folded from a
+        memcpy is ``store i64 4607182418800017408``; zero) -- as Enzyme's type
+        analysis, only small integer constants say "integer".  Their "int" at the
+        bytes they touch does not count against a float copy (``Q[m] = {x}``: every
+        element of a vector of vectors assigned from an initializer list)."""
+        got = getattr(self, "_moves", None)
+        if got is None:
+            out = []
+            for i in self.gen.P.instructions():
+                if isinstance(i, Load) and i.type.is_int and i.type.width in (32, 64) \
+                        and i.get_metadata("tbaa") is None and i.uses \
+                        and all(isinstance(u.user, Store) and u.index == 0 for u in i.uses):
+                    out.append(i)
+                    out.extend(u.user for u in i.uses)
+                elif isinstance(i, Store) and isinstance(i.operand(0), ConstantInt) \
+                        and i.operand(0).type.width in (32, 64) \
+                        and i.get_metadata("tbaa") is None \
+                        and (i.operand(0).value == 0 or abs(i.operand(0).value) > 4096):
+                    out.append(i)
+            got = self._moves = tuple(out)
+        return got
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its
