@@ -275,3 +275,83 @@ def test_a_constant_table_kept_in_an_object_with_a_shadow(tmp_path, opt, extra):
     assert v["rev"] == pytest.approx(want, rel=1e-15)
     assert v["fwd"] == pytest.approx(want, rel=1e-15)
     assert v["KNOTS"] == knots
+
+
+# llm.c's model keeps a token buffer the forward pass memcpy's the batch into, and its
+# users make the shadow model by copying the model struct and re-pointing the float
+# tensors: the shadow's token buffer is the model's own.  Where type analysis could not
+# tell that buffer from floats (a variable index into the struct's size_t array makes
+# the whole struct one periodic class at -O0/-O1), the reverse of the memcpy zeroed
+# its "shadow" -- the model's tokens -- and forward mode did the same (round W).  A
+# shadow that is the primal memory itself is never zeroed.
+SHARED_INTS = r"""
+#include <stdio.h>
+#include <string.h>
+#include <stddef.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+typedef struct { float *wte, *wpe; } Params;
+typedef struct {
+    Params params;
+    float *encoded;
+    size_t act_sizes[3];
+    float *acts_memory;
+    size_t num_activations;
+    int batch_size, seq_len;
+    int *inputs;
+    float loss;
+} Model;
+void forward(Model *model, int *inputs, size_t B, size_t T) {
+    if (model->acts_memory == NULL) {
+        model->batch_size = B; model->seq_len = T;
+        size_t n = 0;
+        for (size_t i = 0; i < 3; i++) n += model->act_sizes[i];
+        model->num_activations = n;
+    }
+    memcpy(model->inputs, inputs, B * T * sizeof(int));
+    inputs = model->inputs;
+    Params p = model->params;
+    float *out = model->encoded;
+    for (size_t bt = 0; bt < B * T; bt++)
+        for (int i = 0; i < 2; i++)
+            out[bt * 2 + i] = p.wte[inputs[bt] * 2 + i] + p.wpe[(bt % T) * 2 + i];
+    float l = 0.0f;
+    for (size_t i = 0; i < B * T * 2; i++) l += out[i] * out[i];
+    model->loss = l;
+}
+int main(void) {
+    float wte[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dwte[8] = {0};
+    float wpe[4] = {0.5f, 0.25f, -1, 1}, dwpe[4] = {0}, enc[8], denc[8] = {0};
+    int buf[4] = {0}, batch[4] = {1, 2, 3, 3};
+    Model m = {{wte, wpe}, enc, {8, 0, 0}, enc, 8, 2, 2, buf, 0.0f};
+    Model dm = m;                     /* the shadow: a copy, float tensors re-pointed */
+    dm.params.wte = dwte; dm.params.wpe = dwpe; dm.encoded = denc; dm.acts_memory = denc;
+    dm.loss = 1.0f;
+    __enzyme_autodiff((void *)forward, enzyme_dup, &m, &dm, enzyme_const, batch,
+                      enzyme_const, (size_t)2, enzyme_const, (size_t)2);
+    printf("dwte %g %g %g %g %g %g %g %g\n", dwte[0], dwte[1], dwte[2], dwte[3], dwte[4],
+           dwte[5], dwte[6], dwte[7]);
+    printf("tokens_rev %d %d %d %d\n", buf[0], buf[1], buf[2], buf[3]);
+    memset(buf, 0, sizeof buf);
+    Model tm = m;
+    float twte[8] = {1, 0, 0, 0, 0, 0, 0, 0}, twpe[4] = {0}, tenc[8] = {0};
+    tm.params.wte = twte; tm.params.wpe = twpe; tm.encoded = tenc; tm.acts_memory = tenc;
+    __enzyme_fwddiff((void *)forward, enzyme_dup, &m, &tm, enzyme_const, batch,
+                     enzyme_const, (size_t)2, enzyme_const, (size_t)2);
+    printf("dloss %g\n", tm.loss);
+    printf("tokens_fwd %d %d %d %d\n", buf[0], buf[1], buf[2], buf[3]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_shadow_struct_sharing_an_int_buffer_keeps_it(tmp_path, opt):
+    out = build_and_run(tmp_path, SHARED_INTS, opt)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    assert v["dwte"] == [0, 0, 7, 8.5, 8, 14, 27, 34.5], out.stdout
+    assert v["tokens_rev"] == [1, 2, 3, 3], out.stdout
+    assert v["tokens_fwd"] == [1, 2, 3, 3], out.stdout
+    assert v["dloss"] == [0.0], out.stdout      # token 0 is never used: wte[0] no effect

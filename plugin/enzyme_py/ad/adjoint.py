@@ -20,7 +20,7 @@ from .emit import Lazy, zero
 from .errors import NoDerivativeError
 from . import openmp
 from .kinds import visitor as _visitor
-from .libc import copy_adjoint, memset0
+from .libc import copy_adjoint, memset0, unless_own_shadow
 from .rules import (ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule,
                     struct_math_rule)
 from .reverse_common import (_effect_kind, _is_const, _mem_intrinsic)
@@ -416,18 +416,24 @@ class AdjointSweep:
                 n = e.cast("zext", n, T.i64)
             if mem == "memset":
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-                e.call(memset, [gen.shadow(args[0], b), ConstantInt(T.i8, 0), n,
-                                ConstantInt(T.i1, 0)])
+                ds = gen.shadow(args[0], b)
+                if inst in gen.mem_maybe_int:
+                    n = unless_own_shadow(e, ds, gen.primal(args[0], b), n)
+                e.call(memset, [ds, ConstantInt(T.i8, 0), n, ConstantInt(T.i1, 0)])
             elif args[1] not in act.shadowed:
                 # Copied from memory without a shadow (constant data): the
                 # destination's adjoint goes nowhere, it is only consumed (of a struct
                 # with pointers: only the floats' bytes)
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
                 runs = gen.mem_fields[inst] if kind == "mixed" else [(0, None, n)]
+                ds = gen.shadow(args[0], b)
+                p = gen.primal(args[0], b) if inst in gen.mem_maybe_int else None
                 for off, _k, size in runs:
-                    e.call(memset, [e.gep_bytes(gen.shadow(args[0], b), off), ConstantInt(T.i8, 0),
-                                    size if isinstance(size, Value) else
-                                    ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
+                    size = size if isinstance(size, Value) else ConstantInt(T.i64, size)
+                    if p is not None:
+                        size = unless_own_shadow(e, ds, p, size)
+                    e.call(memset, [e.gep_bytes(ds, off), ConstantInt(T.i8, 0), size,
+                                    ConstantInt(T.i1, 0)])
             elif kind in ("fields", "mixed"):
                 # a struct copy mixing double and float fields (and pointers, whose
                 # shadows the forward sweep copied): field runs by layout

@@ -67,6 +67,7 @@ class AugmentedForward:
         self.ret_shadows = {}   # call -> the shadow of the pointer it returns
         # for the reverse sweep: per call, what it wrote ...
         gen.mem_kind = {}       # memcpy/memmove/memset -> the kind of memory it copies
+        gen.mem_maybe_int = set()   # ... of those, the ones whose bytes may be integers
         gen.write_sizes = {}    # libc call -> [(argument, bytes written)]
         gen.out_shadows = {}    # posix_memalign -> the shadow of its out-pointer
         gen.mem_fields = {}     # mixed-struct copy -> its float fields
@@ -463,8 +464,12 @@ class AugmentedForward:
         mem = _mem_intrinsic(name)
         if mem is not None:
             if args[0] in act.shadowed:
+                self._had_int = False
                 kind = self._mem_kind(inst)
                 gen.mem_kind[inst] = kind
+                if self._had_int:
+                    # integers may be among the bytes: see libc.unless_own_shadow
+                    gen.mem_maybe_int.add(inst)
                 if kind == "ptr" and mem != "memset" and args[1] not in act.shadowed \
                         and self._moves_only_integers(inst):
                     # characters into an object that also holds pointers (a string
@@ -619,6 +624,7 @@ class AugmentedForward:
                                "see enzyme.h)")
         if kinds == {"int"}:
             return "int"
+        self._had_int = "int" in kinds
         kinds.discard("int")
         if kinds in ({"double"}, {"float"}, {"ptr"}):
             return next(iter(kinds))

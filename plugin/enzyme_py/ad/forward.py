@@ -39,7 +39,7 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow,
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
-from .libc import fill_shadow, shadowed_writes, written
+from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
 
 __all__ = ["ForwardContext", "ForwardGen"]
@@ -562,7 +562,9 @@ class ForwardGen:
                         c.set_operand(1, self.S(args[1], inst)[k])
                         e.insert(c)
                     else:
-                        self._memset0(dsts[k], self.P_(args[2]))
+                        # (not where the shadow is the primal memory: libc.unless_own_shadow)
+                        self._memset0(dsts[k], unless_own_shadow(e, dsts[k], self.P_(args[0]),
+                                                                 self.P_(args[2])))
             return
         if not self._involved(inst):
             self.ctx.rctx.call_original(A)

@@ -94,6 +94,16 @@ def memset0(e, p, n):
     e.call(memset, [p, ConstantInt(T.i8, 0), _i64(e, n), ConstantInt(T.i1, 0)])
 
 
+def unless_own_shadow(e, shadow, primal, n):
+    """``n``, or 0 where ``shadow`` is the primal memory itself: zeroing a shadow there
+    would overwrite the program's data -- integers a user's shadow struct shares with
+    the primal (llm.c's model copied as its own shadow, its token buffer kept), which
+    type analysis could not tell from floats.  (Adjoints of floats kept in the primal
+    memory would be the program's data anyway.)"""
+    n = _i64(e, n)
+    return e.select(e.icmp("eq", shadow, primal), ConstantInt(T.i64, 0), n)
+
+
 def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
     """The reverse of copying ``n`` bytes of ``ty`` data from ``s`` to ``d``:
     ``ds[i] += dd[i]; dd[i] = 0``.  ``overlap`` (memmove): the two ranges may overlap,
