@@ -188,3 +188,81 @@ def test_the_function_given_to_the_entry_point_uses_its_rule(tmp_path, opt):
     assert v["split"] == [pytest.approx(1 / 3, rel=1e-12), 2, 1.5]
     assert v["like"] == pytest.approx([math.exp(0.5)] * 2, rel=1e-12)
     assert v["inactive"] == [1.0]
+
+
+# llm.c's matmul takes `bias` that may be NULL; with a registered gradient, a call
+# passing NULL was refused ("needs a shadow for every pointer argument", round W; Enzyme
+# 15 builds it).  NULL's shadow is NULL, given to the rules as such.
+NULL_ARGUMENT = r"""
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+static int n_rev, n_fwd;
+__attribute__((noinline)) void affine(float *out, const float *w, const float *x,
+                                      const float *bias) {
+    for (int o = 0; o < 2; o++) {
+        float v = bias != NULL ? bias[o] : 0.0f;
+        for (int i = 0; i < 2; i++) v += w[o * 2 + i] * x[i];
+        out[o] = v;
+    }
+}
+void *affine_aug(float *out, float *dout, const float *w, float *dw, const float *x,
+                 float *dx, const float *bias, float *dbias) {
+    (void)dout; (void)dw; (void)dx; (void)dbias;
+    affine(out, w, x, bias);
+    return NULL;
+}
+void affine_rev(float *out, float *dout, const float *w, float *dw, const float *x,
+                float *dx, const float *bias, float *dbias, void *tape) {
+    (void)out; (void)bias; (void)tape;
+    n_rev++;
+    for (int o = 0; o < 2; o++) {
+        if (dbias != NULL) dbias[o] += dout[o];
+        for (int i = 0; i < 2; i++) { dw[o * 2 + i] += dout[o] * x[i]; dx[i] += dout[o] * w[o * 2 + i]; }
+    }
+    memset(dout, 0, 2 * sizeof(float));
+}
+void affine_fwd(float *out, float *dout, const float *w, const float *dw, const float *x,
+                const float *dx, const float *bias, const float *dbias) {
+    n_fwd++;
+    affine(out, w, x, bias);
+    for (int o = 0; o < 2; o++) {
+        float t = dbias != NULL ? dbias[o] : 0.0f;
+        for (int i = 0; i < 2; i++) t += dw[o * 2 + i] * x[i] + w[o * 2 + i] * dx[i];
+        dout[o] = t;
+    }
+}
+void *__enzyme_register_gradient_affine[3] = {(void *)affine, (void *)affine_aug,
+                                              (void *)affine_rev};
+void *__enzyme_register_derivative_affine[2] = {(void *)affine, (void *)affine_fwd};
+float loss(float *w, float *x, float *out) {
+    affine(out, w, x, NULL);
+    return out[0] * out[1];
+}
+void fwd(float *w, float *x, float *out) { affine(out, w, x, NULL); }
+int main(void) {
+    float w[4] = {1, 2, 3, 4}, dw[4] = {0}, x[2] = {1, -1}, dx[2] = {0}, out[2], dout[2] = {0};
+    __enzyme_autodiff((void *)loss, enzyme_dup, w, dw, enzyme_dup, x, dx, enzyme_dup, out, dout);
+    printf("dw %g %g %g %g\n", dw[0], dw[1], dw[2], dw[3]);
+    printf("dx %g %g\n", dx[0], dx[1]);
+    float tw[4] = {1, 0, 0, 0}, tx[2] = {0, 1}, tout[2] = {0};
+    __enzyme_fwddiff((void *)fwd, enzyme_dup, w, tw, enzyme_dup, x, tx, enzyme_dup, out, tout);
+    printf("tout %g %g\n", tout[0], tout[1]);
+    printf("calls %d %d\n", n_rev, n_fwd);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_rules_given_a_null_argument(tmp_path, opt):
+    out = build_and_run(tmp_path, NULL_ARGUMENT, opt)
+    assert out.returncode == 0, out.stderr
+    v = parse_values(out.stdout)
+    # out = W x = (-1, -1); d(out0 out1)/dW = [out1 x; out0 x], /dx = W^T (out1, out0)
+    assert v["dw"] == [-1, 1, -1, 1], out.stdout
+    assert v["dx"] == [-4, -6], out.stdout
+    assert v["tout"] == [1 + 2, 4], out.stdout      # dW x + W dx, dW = e11, dx = e2
+    assert v["calls"] == [1, 1], out.stdout

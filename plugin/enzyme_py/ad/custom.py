@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..analysis.activity import floatish, underlying_object
 from ..ir import types as T
-from ..ir.values import ConstantInt
+from ..ir.values import ConstantInt, ConstantNull
 from .emit import Lazy, zero
 from .errors import ADError, NoDerivativeError
 from .runtime import runtime_function
@@ -129,6 +129,8 @@ class CallHooks:
         return out
 
     def _shadow_aug(self, gen, a, inst, orig):
+        if isinstance(a, ConstantNull):
+            return a.clone()    # an optional argument left out (llm.c's bias = NULL)
         if a not in gen.act.shadowed:
             raise ADError(f"the custom gradient of '{orig}' needs a shadow for every pointer "
                           "argument; this one has none (constant memory)",

@@ -664,6 +664,9 @@ class ForwardGen:
             for a in args:
                 call_args.append(self.P_(a))
                 if a.type.is_pointer:
+                    if isinstance(a, ConstantNull):
+                        call_args.append(a.clone())     # an optional argument left out
+                        continue
                     if a not in self.act.shadowed:
                         raise ADError(f"the forward rule of '{rule.name}' needs a shadow for "
                                       "every pointer argument; this one has none",
