@@ -1121,3 +1121,43 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
 def test_pointer_stored_into_a_local_by_a_helper(tmp_path, opt):
     assert run(tmp_path, STORED_BY_A_HELPER, opt).count("ok ") == 4
+
+
+# A running statistic kept in an enzyme_const buffer and updated in place (darknet's
+# batchnorm rolling mean, round W): `rm[i] = 0.9f * rm[i] + 0.1f * mean` stores an
+# active value into memory without a shadow, and was refused at every level (Enzyme 15
+# builds it).  What the function reads back from that buffer goes only into itself, so
+# no derivative is lost; the buffer still gets its new value.  Reading it back into the
+# result stays a compile error.
+RUNNING_STAT = r"""
+double f(const double *x, double *rm, int n) {
+    double mean = 0;
+    for (int i = 0; i < n; i++) mean += x[i];
+    mean /= n;
+    for (int k = 0; k < 2; k++) rm[k] = 0.9 * rm[k] + 0.1 * (k ? mean * mean : mean);
+    return mean * mean READ_BACK;
+}
+int main(void) {
+    double x[3] = {1, 2, 4}, dx[3] = {0}, rm[2] = {0.5, 0.25};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, rm, enzyme_const, 3);
+    double mean = 7.0 / 3;
+    for (int i = 0; i < 3; i++) check("rev", dx[i], 2 * mean / 3);
+    check("rm0", rm[0], 0.9 * 0.5 + 0.1 * mean);
+    check("rm1", rm[1], 0.9 * 0.25 + 0.1 * mean * mean);
+    double t[3] = {1, 0, 0};
+    rm[0] = 0.5; rm[1] = 0.25;
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, rm,
+                                    enzyme_const, 3), 2 * mean / 3);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_running_statistic_in_a_constant_buffer(tmp_path, opt):
+    run(tmp_path, RUNNING_STAT.replace("READ_BACK", ""), opt)
+
+
+def test_running_statistic_read_back_is_refused(tmp_path):
+    err = build_error(tmp_path, RUNNING_STAT.replace("READ_BACK", "+ rm[1]"), "-O2")
+    assert "stored into memory that has no shadow" in err, err

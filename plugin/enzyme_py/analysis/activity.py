@@ -362,18 +362,51 @@ class Activity:
         """Whether ``p`` points into an argument without a shadow that this function only
         stores values without pointers into, or compares: an output the caller passed
         with ``enzyme_const`` (or as NULL: ``if (nrm) *nrm = ...``).  Nothing here reads
-        it back, so what is stored there carries no derivative anywhere -- for the
-        function a call site differentiates (a callee's caller might read it)."""
+        it back (or only into itself: a running statistic), so what is stored there
+        carries no derivative anywhere -- for the function a call site differentiates
+        (a callee's caller might read it)."""
         base = underlying_object(p)
         if not (getattr(base, "is_argument", False) and base.parent is self.fn
                 and base not in self.shadowed):
             return False
-        for u in address_uses(base, set()):
+        derived: set = set()
+        loads = []
+        for u in address_uses(base, derived):
             user = u.user
             if isinstance(user, Store) and u.index == 1 and not has_pointer(user.operand(0).type):
                 continue
+            if isinstance(user, Load) and u.index == 0 and not has_pointer(user.type):
+                loads.append(user)
+                continue
             if not (isinstance(user, ICmp) or _marker(user)):
                 return False
+        # what it reads back goes only into itself (a running statistic updated in
+        # place: ``rm[i] = 0.9f * rm[i] + 0.1f * mean``), or into comparisons
+        return all(self._only_into(x, derived) for x in loads)
+
+    def _only_into(self, v, derived, limit=64) -> bool:
+        """Whether the value ``v`` flows (through arithmetic, casts, phis, selects and
+        pure math calls) only into stores to the pointers ``derived``, or comparisons."""
+        work, seen = [v], set()
+        while work:
+            x = work.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if len(seen) > limit:
+                return False
+            for u in x.uses:
+                user = u.user
+                if getattr(user, "is_debug_use", False) or isinstance(user, (ICmp, FCmp)):
+                    continue
+                if isinstance(user, Store):
+                    if u.index != 0 or user.operand(1) not in derived:
+                        return False
+                elif _role(user, self.inactive_fns) == "transform" \
+                        and not (isinstance(user, Select) and u.index == 0):
+                    work.append(user)
+                else:
+                    return False
         return True
 
     def touches_shadow_globals(self, call) -> bool:
