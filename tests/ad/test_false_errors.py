@@ -1161,3 +1161,106 @@ def test_running_statistic_in_a_constant_buffer(tmp_path, opt):
 def test_running_statistic_read_back_is_refused(tmp_path):
     err = build_error(tmp_path, RUNNING_STAT.replace("READ_BACK", "+ rm[1]"), "-O2")
     assert "stored into memory that has no shadow" in err, err
+
+
+# Numerical Recipes' Bulirsch-Stoer keeps its extrapolation tableau in file-scope
+# pointers (`static double **d, *x`) that the differentiated code allocates with the
+# book's matrix()/vector() (round V, pzextr): "an active value is stored into memory
+# that has no shadow" at every level (Enzyme 15 builds it).  A global holding a pointer
+# that the code stores a block it allocates into gets a shadow global holding the
+# block's shadow.  Reading the pointer the caller left there before that store stops
+# the program with a message (its memory has no shadow).
+NR_GLOBALS = r"""
+static double **d, *xs;
+static double *vector(long nl, long nh) {
+    double *v = (double *)malloc((size_t)(nh - nl + 2) * sizeof(double));
+    return v - nl + 1;
+}
+static void free_vector(double *v, long nl, long nh) { (void)nh; free(v + nl - 1); }
+static double **matrix(long nrl, long nrh, long ncl, long nch) {
+    long nrow = nrh - nrl + 1, ncol = nch - ncl + 1;
+    double **m = (double **)malloc((size_t)(nrow + 1) * sizeof(double *));
+    m += 1; m -= nrl;
+    m[nrl] = (double *)malloc((size_t)(nrow * ncol + 1) * sizeof(double));
+    m[nrl] += 1; m[nrl] -= ncl;
+    for (long i = nrl + 1; i <= nrh; i++) m[i] = m[i - 1] + ncol;
+    return m;
+}
+static void free_matrix(double **m, long nrl, long nrh, long ncl, long nch) {
+    (void)nrh; (void)nch; free(m[nrl] + ncl - 1); free(m + nrl - 1);
+}
+__attribute__((noinline)) static void extrap(int k, double h, double *y, int n) {
+    xs[k] = h * h;
+    for (int j = 1; j <= n; j++) d[j][k] = y[j] * (1 + xs[k]);
+}
+double f(const double *y0, int n) {
+    d = matrix(1, n, 1, 3);
+    xs = vector(1, 3);
+    double *y = vector(1, n);
+    for (int j = 1; j <= n; j++) y[j] = y0[j - 1];
+    for (int k = 1; k <= 3; k++) {
+        extrap(k, 0.5 / k, y, n);
+        for (int j = 1; j <= n; j++) y[j] = sin(y[j]);
+    }
+    double s = 0;
+    for (int j = 1; j <= n; j++)
+        for (int k = 1; k <= 3; k++) s += d[j][k] * d[j][k] * k;
+    free_vector(y, 1, n); free_vector(xs, 1, 3); free_matrix(d, 1, n, 1, 3);
+    return s;
+}
+int main(void) {
+    double y[2] = {0.3, -0.8}, dy[2] = {0}, h = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_dup, y, dy, enzyme_const, 2);
+    for (int i = 0; i < 2; i++) {
+        double s = y[i];
+        y[i] = s + h; double fp = f(y, 2);
+        y[i] = s - h; double fm = f(y, 2);
+        y[i] = s;
+        check("rev", dy[i], (fp - fm) / (2 * h));
+    }
+    double t[2] = {1, 0.5}, yp[2] = {y[0] + h, y[1] + 0.5 * h}, ym[2] = {y[0] - h, y[1] - 0.5 * h};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, y, t, enzyme_const, 2),
+          (f(yp, 2) - f(ym, 2)) / (2 * h));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_file_scope_pointers_to_scratch_allocated_inside(tmp_path, opt):
+    run(tmp_path, NR_GLOBALS, opt)
+
+
+LEFT_BY_THE_CALLER = r"""
+double *work;
+double f(double v) {
+    work[0] = v * v;               /* the caller's block: it has no shadow */
+    double r = work[0];
+    work = (double *)malloc(sizeof(double));
+    work[0] = r * v;
+    r = work[0];
+    free(work);
+    return r;
+}
+int main(void) {
+    work = (double *)malloc(sizeof(double));
+    printf("d %g\n", __enzyme_autodiff_d((void *)f, enzyme_out, 3.0));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_pointer_read_before_the_code_sets_it_stops(tmp_path, opt):
+    import subprocess
+    from pathlib import Path
+    from helpers import enzyme_cc
+    from test_never_silent import PRELUDE
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + LEFT_BY_THE_CALLER)
+    r = enzyme_cc([opt, str(src), "-o", str(Path(tmp_path) / "t"), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(Path(tmp_path) / "t")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode != 0 and "d " not in out.stdout, out.stdout
+    assert "the pointer in global 'work' was read by the derivative before" in out.stderr

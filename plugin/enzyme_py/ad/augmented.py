@@ -16,7 +16,7 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, passes_shadow, sync_text_objects
+from .emit import copy_body, passes_shadow, pointer_global_check, sync_text_objects
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -214,6 +214,9 @@ class AugmentedForward:
         elif isinstance(inst, Load):
             S = Load(inst.type, gen._sh_aug(inst.operand(0), inst), align=inst.align)
             S.insert_after(A)
+            check = pointer_global_check(self.ctx.module, inst, self.ctx.shadow_globals)
+            if check is not None:
+                Call(check.function_type, check, [S, A]).insert_after(S)
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
             size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))

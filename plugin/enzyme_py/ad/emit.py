@@ -408,3 +408,20 @@ def _kept(param) -> bool:
     return any(isinstance(u.user, Store) and u.index == 0
                or isinstance(u.user, (Ret, Phi, Select, InsertValue))
                for u in address_uses(param, set()))
+
+
+def pointer_global_check(module, load, shadow_globals):
+    """For a load of a pointer from a global holding pointers that has a shadow global
+    (a file-scope pointer to scratch the differentiated code allocates:
+    ``analysis.globals``), the function that stops the program when the pointer was
+    read before the code stored its block there (``runtime.unset_shadow_check``);
+    else None."""
+    if not shadow_globals or not load.type.is_pointer:
+        return None
+    from ..analysis.globals import global_base
+    g = global_base(load.operand(0))
+    if g is None or g not in shadow_globals or not g.value_type.is_pointer:
+        return None
+    from .runtime import unset_shadow_check
+    return unset_shadow_check(module, g)
+

@@ -33,7 +33,7 @@ from . import mpi, openmp
 from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
-from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow,
+from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_global_check,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
@@ -290,6 +290,9 @@ class ForwardGen:
             if inst in act.shadowed or inst in act.active:
                 lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
                 (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
+                check = pointer_global_check(self.ctx.module, inst, self.ctx.rctx.shadow_globals)
+                if check is not None:
+                    e.call(check, [lanes[0], A])
             elif inst.type.is_int and _copied_into(inst, act.shadowed):
                 # an integer-typed copy of memory that may hold floats: copy the shadow
                 # (possibly chosen by a select, see _visit_select)

@@ -55,7 +55,7 @@ function: ``__enzyme_py_tape_reserve.f``), so that the message names it.
 from __future__ import annotations
 
 from ..ir import types as T
-from ..ir.values import ConstantFP, ConstantInt
+from ..ir.values import ConstantFP, ConstantInt, ConstantNull
 
 TAPE_TYPE = T.StructType([T.ptr, T.i64, T.i64])
 # the runtime functions that allocate, and what their message says they were doing
@@ -600,4 +600,38 @@ def _copy_adjoint(module, e, kind, ty):
     i.add_incoming(i1, loop)
     e.position_at_end(exit_)
     e.ret()
+    return fn
+
+
+def unset_shadow_check(module, g):
+    """``void (ptr shadow, ptr primal)``: stops the program with a message when the
+    pointer held by the global ``g`` -- which has a shadow global because the
+    differentiated code stores a block it allocates into it -- was read before that
+    store in this derivative call (``shadow`` null where ``primal`` is not): the block
+    the caller left there has no shadow."""
+    from .emit import Emitter
+    name = f"__enzyme_py_unset_shadow.{g.name}"
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    msg = (f"enzyme: the pointer in global '{g.name}' was read by the derivative before "
+           "the differentiated code stored a block it allocates there: the memory the "
+           "program left in it has no shadow (set the global inside the differentiated "
+           "function, or pass that memory as an argument with enzyme_dup); aborting\n")
+    fn = module.add_function(name, T.FunctionType(T.void, [T.ptr, T.ptr]),
+                             linkage="internal", fn_attrs="noinline nounwind")
+    s, p = fn.args
+    e = Emitter(module)
+    entry, bad, ok = (fn.append_basic_block(n) for n in ("entry", "unset", "ok"))
+    e.position_at_end(entry)
+    e.cbranch(e.binop("and", e.icmp("eq", s, ConstantNull(T.ptr)),
+                      e.icmp("ne", p, ConstantNull(T.ptr))), bad, ok)
+    e.position_at_end(bad)
+    write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
+    e.call(write, [ConstantInt(T.i32, 2), _string(module, msg),
+                   ConstantInt(T.i64, len(msg.encode()))])
+    e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
+    e.unreachable()
+    e.position_at_end(ok)
+    e.ret_void()
     return fn

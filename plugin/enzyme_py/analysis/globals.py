@@ -10,6 +10,13 @@ holds no pointers, and is not marked inactive (``__enzyme_inactive_global``).  I
 shadow is a zero-initialised internal global of the same type; loads from the global
 are then active, stores accumulate and clear adjoints as for any shadowed memory.
 
+A pointer variable (``static double **d`` of Numerical Recipes' Bulirsch-Stoer) gets
+one too when the differentiated functions store into it a block they allocate
+(``malloc``, or a function returning one: NR's ``matrix()``): its shadow holds the
+block's shadow.  Read before that store in a derivative call, it holds whatever the
+caller left there, which has no shadow: the derivative code stops with a message
+(``runtime.unset_shadow_check``).
+
 A global that the differentiated code only reads (parameters set by the caller, tables)
 gets none: it is constant data for the derivative, as before.
 
@@ -55,9 +62,9 @@ def global_base(v, calls=0):
     return None
 
 
-def _eligible(g, inactive) -> bool:
+def _eligible(g, inactive, pointers=False) -> bool:
     return (isinstance(g, GlobalVariable) and not g.is_constant and not g.is_declaration
-            and not has_pointer(g.value_type) and g.name not in inactive)
+            and (pointers or not has_pointer(g.value_type)) and g.name not in inactive)
 
 
 def scratch_globals(functions, inactive=()) -> list:
@@ -76,10 +83,39 @@ def scratch_globals(functions, inactive=()) -> list:
                 gs = _bases(inst.operand(0), passed)
             elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
                 gs = [d for d in _bases(inst.args[0], passed) if floatish(d.value_type)]
+            elif isinstance(inst, Store) and inst.operand(0).type.is_pointer \
+                    and _fresh(inst.operand(0)):
+                # a pointer variable holding a block the code allocates (Numerical
+                # Recipes' file-scope `double **d` scratch): its shadow global holds
+                # the block's shadow
+                g = global_base(inst.operand(1))
+                if g is not None and g.value_type.is_pointer and _eligible(g, inactive,
+                                                                           pointers=True):
+                    out[g] = True
+                continue
             for g in gs:
                 if _eligible(g, inactive):
                     out[g] = True
     return list(out)
+
+
+def _fresh(v, calls=2) -> bool:
+    """Whether the pointer ``v`` is (an offset into) a block allocated here: a
+    ``malloc``-like call, or a defined function (``calls`` levels deep) all of whose
+    results are (NR's ``vector(nl, nh)`` returns ``v - nl + 1``)."""
+    from .effects import call_effect
+    v = underlying_object(v)
+    if not isinstance(v, Call):
+        return False
+    eff = call_effect(v.callee_name or "")
+    if eff is not None and eff.kind == "alloc" and eff.out is None:
+        return True
+    f = v.called_function
+    if not calls or f is None or f.is_declaration:
+        return False
+    rets = [t.value for b in f.blocks for t in [b.terminator]
+            if isinstance(t, Ret) and t.value is not None]
+    return bool(rets) and all(_fresh(r, calls - 1) for r in rets)
 
 
 def _bases(ptr, passed):
