@@ -1,7 +1,10 @@
 """The C++ interface (<enzyme/utils>): enzyme::autodiff<Reverse/ReverseWithPrimal/
 Forward/ForwardWithPrimal> with Active/Duplicated/DuplicatedNoNeed/Const, built with
 enzyme-c++ at -O0 (where the helpers reach __enzyme_autodiff through local memory and
-the call sites are promoted first) and -O2, checked against analytic derivatives."""
+the call sites are promoted first) and -O2, checked against analytic derivatives.
+Reverse mode returns one slot per argument, as Enzyme's header does (``enzyme::nodiff``
+for an argument that is not Active), so a program written for Enzyme reads each
+derivative at its argument's position."""
 
 from __future__ import annotations
 
@@ -25,6 +28,11 @@ double f(double x, double *p, int n) {          // sum_i p[i] * x^2 * sin(x)
 double g(double a, double b) { return a * b + a; }
 float h(float a, float b) { return a * b * b; }
 double three(double a, double b, double c) { return a * b * c; }
+double mixed(double *p, double a, int n, double b) {   // (p0 + p1) a^2 b
+  double s = 0;
+  for (int i = 0; i < n; i++) s += p[i];
+  return s * a * a * b;
+}
 void scale(const double *x, double *y, double k, int n) {
   for (int i = 0; i < n; i++) y[i] = k * x[i] * x[i];
 }
@@ -49,8 +57,18 @@ int main() {
   auto rf = enzyme::autodiff<enzyme::Reverse>(h, enzyme::Active{3.0f}, enzyme::Active{4.0f});
   printf("float %.9g %.9g\n", enzyme::get<0>(enzyme::get<0>(rf)), enzyme::get<1>(enzyme::get<0>(rf)));
 
+  // one slot per argument (as Enzyme's header): the Const argument's is an enzyme::nodiff
   auto rc = enzyme::autodiff<enzyme::Reverse>(g, enzyme::Const{3.0}, enzyme::Active{4.0});
-  printf("constarg %.17g\n", enzyme::get<0>(enzyme::get<0>(rc)));
+  static_assert(std::is_same_v<std::remove_cv_t<std::remove_reference_t<
+                    decltype(enzyme::get<0>(enzyme::get<0>(rc)))>>, enzyme::nodiff>);
+  printf("constarg %.17g\n", enzyme::get<1>(enzyme::get<0>(rc)));
+  double pm[2] = {1, 2}, dpm[2] = {0, 0};
+  auto rm = enzyme::autodiff<enzyme::Reverse>(mixed, enzyme::Duplicated{pm, dpm},
+                                              enzyme::Active{2.0}, enzyme::Const{2},
+                                              enzyme::Active{3.0});
+  auto [s0, s1, s2, s3] = enzyme::get<0>(rm);
+  (void)s0; (void)s2;
+  printf("slots %.17g %.17g %.17g %.17g\n", s1, s3, dpm[0], dpm[1]);
 
   double q[3] = {1, 2, 3}, dq[3] = {0, 0, 0};
   auto rn = enzyme::autodiff<enzyme::Reverse, enzyme::Const<double>>(f, enzyme::Active{x},
@@ -116,6 +134,9 @@ def test_cxx_interface_derivatives(tmp_path, opt):
     close(v["sret"], [15, 10, 6])                     # three actives: returned via sret
     close(v["float"], [16, 24], 1e-6)                 # {float, float}: <2 x float> ABI
     close(v["constarg"], [3])
+    # mixed(p, a, n, b) = (p0 + p1) a^2 b at p = (1, 2), a = 2, b = 3: slots 1 and 3 hold
+    # d/da = 2 * 3 * 2 * 3 and d/db = 3 * 4; dp = a^2 b = 12 each
+    close(v["slots"], [36, 12, 12, 12])
     close(v["constret"], [0, 0])                      # Const<double> result: no seed
     close(v["void"], [6, -80])                        # y = k x^2 (k = 2), dy = {1, 10}
     close(v["fwd"], [11])                             # (b + 1) * 1 + a * 2
@@ -133,8 +154,9 @@ def test_cxx_enzyme_spelling_and_bindings(tmp_path):
 double sq(double x, double y) { return x * x * y; }
 int main() {
   auto [d] = enzyme::autodiff<enzyme::Reverse>(sq, enzyme::Active<double>(3.0), 2.0);
-  auto [dx] = d;
-  enzyme::tuple<enzyme::tuple<double>, double> r =
+  auto [dx, dy] = d;      // the unwrapped 2.0 is Const: its slot an enzyme::nodiff
+  (void)dy;
+  enzyme::tuple<enzyme::tuple<double, enzyme::nodiff>, double> r =
       enzyme::autodiff<enzyme::ReverseWithPrimal>(sq, enzyme::Active<double>(3.0), 2.0);
   printf("v %.17g %.17g %.17g\n", dx, enzyme::get<0>(enzyme::get<0>(r)), enzyme::get<1>(r));
   return 0;
