@@ -725,3 +725,26 @@ double f(const double *x, int) {
 def test_vectors_assigned_from_initializer_lists(tmp_path, opt):
     seen = _derivatives(tmp_path, _program(["vector"], INIT_LISTS, "f", [1.3, 0.4]), opt)
     assert seen == {"f"}
+
+
+# std::upper_bound over a constant std::vector searched for an active key, at -O0 (round
+# X's curve lookup): libstdc++'s __upper_bound copies one iterator into another as an
+# integer (`load i64`/`store i64`, the iterators' declared type being `{ ptr }`), so the
+# iterator locals could not be followed and the one holding the constant data's pointer
+# was taken to have a shadow: "mixed".  Such a copy between pointer fields is a pointer
+# copy (typed_copies.retype_pointer_moves).
+LOOKUP = r"""
+static const std::vector<double> knots = {0.5, 1.0, 2.0, 3.0};
+double f(const double *x, int) {
+  std::size_t i = std::upper_bound(knots.begin(), knots.end(), x[0]) - knots.begin();
+  std::size_t j = std::lower_bound(knots.begin(), knots.end(), x[1]) - knots.begin();
+  return x[0] * x[0] * (double)i + x[1] * (double)j;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_binary_search_of_an_active_key_in_constant_data(tmp_path, opt):
+    seen = _derivatives(tmp_path, _program(["vector", "algorithm"], LOOKUP, "f", [1.5, 2.5]),
+                        opt)
+    assert seen == {"f"}

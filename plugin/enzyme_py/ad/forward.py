@@ -251,6 +251,9 @@ class ForwardGen:
         if pointer_aggregate(v.type):
             lanes = self.S(v, inst) if v in self.act.shadowed or v.is_constant \
                 else [ZeroInit(v.type)] * self.W   # a result without shadows
+        elif v.type.is_pointer and v not in self.act.shadowed \
+                and (v.is_instruction or isinstance(v, Argument)):
+            lanes = [ConstantNull(v.type)] * self.W    # callers see an unshadowed result
         else:
             lanes = self.S(v, inst) if v.type.is_pointer else self.T(v)
         for k, x in enumerate(lanes):

@@ -396,6 +396,32 @@ def _retype_pointer_load(ld, module) -> bool:
     return True
 
 
+def _retype_pointer_copy(ld, module) -> bool:
+    """An iterator copied into another as an integer (``load i64`` only stored, from and
+    to a pointer field by both objects' declared layout: libstdc++'s
+    ``__upper_bound`` at -O0, ``__middle = __first``): a pointer load and stores."""
+    from ..analysis.types import layout_kinds
+    dl = module.datalayout
+    stores = [u.user for u in ld.uses]
+    if not stores or ld.volatile or ld.ordering or not _pointer_sized(ld.type, module) \
+            or not all(isinstance(st, Store) and st.operand(0) is ld and st.operand(1) is not ld
+                       and not st.volatile and not st.ordering for st in stores) \
+            or layout_kinds(ld.operand(0), dl.store_size(T.ptr), dl) != {"ptr"} \
+            or any(layout_kinds(st.operand(1), dl.store_size(T.ptr), dl) != {"ptr"}
+                   for st in stores):
+        return False
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_before(ld)
+    new = e.load(T.ptr, ld.operand(0), align=ld.align)
+    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    for st in stores:
+        st.set_operand(0, new)
+        st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
+    ld.erase()
+    return True
+
+
 def _retype_pointer_store(st, module) -> bool:
     x = st.operand(0)
     if not (isinstance(x, Cast) and x.opcode == "ptrtoint" and x.operand(0).type == T.ptr
@@ -416,7 +442,7 @@ def retype_pointer_moves(fn) -> int:
     n = 0
     for i in list(fn.instructions()):
         if isinstance(i, Load) and i.type.is_int:
-            n += _retype_pointer_load(i, module)
+            n += _retype_pointer_load(i, module) or _retype_pointer_copy(i, module)
         elif isinstance(i, Store):
             n += _retype_pointer_store(i, module)
     return n
