@@ -215,3 +215,57 @@ int main(void) {
 def test_field_holding_constant_then_duplicated_data_is_refused(tmp_path):
     err = build_error(tmp_path, REASSIGNED, "-O0")
     assert "mixed with pointers that have shadows" in err, err
+
+
+# A layer loop whose input starts at the network's enzyme_const input and then walks
+# the activations (llm.c, darknet, WaveNet: `in = x; ... in = acts + l*N`), also chosen
+# by a select and passed to an out-of-line layer: a phi of a pointer without a shadow
+# and pointers with one was refused ("mixed") at every level (round W; Enzyme 15 builds
+# it).  The merge's shadow is the primal pointer where the input is chosen, and every
+# access through it checks at run time whether its shadow is the primal memory: there,
+# tangents read zero and adjoints go to a zeroed scratch slot (Activity._own_merges).
+LAYERS = r"""
+__attribute__((noinline)) static void layer(const double *w, const double *in, double *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = tanh(w[i] * in[i] + in[(i + 1) % n]);
+}
+double f(const double *w, double *acts, const double *x, int nl, int n) {
+    const double *in = x;
+    double s = 0;
+    for (int l = 0; l < nl; l++) {
+        layer(w + l * n, in, acts + l * n, n);
+        s += in[0] * w[l];                          /* read through the merge here too */
+        in = acts + l * n;
+    }
+    const double *last = nl > 0 ? in : x;
+    for (int i = 0; i < n; i++) s += last[i] * last[i];
+    return s;
+}
+int main(void) {
+    enum { NL = 3, N = 2 };
+    double w[NL * N] = {0.5, -0.3, 0.8, 0.2, -0.6, 0.9}, dw[NL * N] = {0};
+    double acts[NL * N], dacts[NL * N] = {0}, x[N] = {0.7, -0.4}, h = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_dup, w, dw, enzyme_dup, acts, dacts,
+                      enzyme_const, x, enzyme_const, NL, enzyme_const, N);
+    for (int k = 0; k < NL * N; k++) {
+        double s = w[k];
+        w[k] = s + h; double fp = f(w, acts, x, NL, N);
+        w[k] = s - h; double fm = f(w, acts, x, NL, N);
+        w[k] = s;
+        check("rev dw", dw[k], (fp - fm) / (2 * h));
+    }
+    check("x intact", x[0] + 10 * x[1], 0.7 - 4);
+    double t[NL * N] = {1, 0, 0.5, 0, 0, -1}, wp[NL * N], wm[NL * N], tacts[NL * N] = {0};
+    for (int k = 0; k < NL * N; k++) { wp[k] = w[k] + h * t[k]; wm[k] = w[k] - h * t[k]; }
+    double want = (f(wp, acts, x, NL, N) - f(wm, acts, x, NL, N)) / (2 * h);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, w, t, enzyme_dup, acts, tacts,
+                                    enzyme_const, x, enzyme_const, NL, enzyme_const, N), want);
+    check("x intact after fwd", x[0] + 10 * x[1], 0.7 - 4);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_layer_loop_starting_at_a_constant_input(tmp_path, opt):
+    out = run(tmp_path, LAYERS, opt)
+    assert out.count("ok ") == 9, out

@@ -171,6 +171,8 @@ class AdjointSweep:
         v, p = inst.operand(0), inst.operand(1)
         if p in self.act.shadowed and floatish(v.type):
             sp = gen.shadow(p, b)
+            if p in self.act.own_ptrs:
+                sp, _ = gen.own_guard(p, sp, b)    # (reads zero there, stores zero)
             t = e.load(v.type, sp, inst.align)
             e.store(zero(v.type), sp, inst.align)
             if v in self.act.active:
@@ -190,8 +192,16 @@ class AdjointSweep:
         if inst not in self.act.active:
             return
         d = gen._take(inst)
-        sp = gen.shadow(inst.operand(0), b)
-        if gen.parallel and not openmp.is_private(inst.operand(0)):
+        p = inst.operand(0)
+        sp = gen.shadow(p, b)
+        if p in self.act.own_ptrs:
+            # the shadow may be the primal memory (Activity._own_merges): there, add
+            # nothing -- the scratch slot keeps its zeros
+            sp, own = gen.own_guard(p, sp, b)
+            t = e.load(inst.type, sp, inst.align)
+            e.store(e.select(own, zero(inst.type), e.fadd(t, d)), sp, inst.align)
+            return
+        if gen.parallel and not openmp.is_private(p):
             openmp.accumulate(e, sp, d, inst.align)   # other threads add there too
             return
         t = e.load(inst.type, sp, inst.align)

@@ -527,13 +527,15 @@ class AugmentedForward:
                 facts = (self.ow.callee_stable.get(inst, False),
                          self.ow.callee_noalias.get(inst, frozenset()))
             fields = act.callee_const_fields(inst.args)
+            own = act.callee_own_args(inst.args)
             g = self.ctx.get(callee, kinds, ret_active, *facts, parallel=gen.parallel,
-                             const_fields=fields)
+                             const_fields=fields, own_args=own)
             if pairs is not None:
                 self.e.position_before(A)
                 g = Dispatched(self.gen, inst, pairs,
                                [self.ctx.get(c, kinds, ret_active, *facts,
-                                             parallel=gen.parallel, const_fields=fields)
+                                             parallel=gen.parallel, const_fields=fields,
+                                             own_args=own)
                                 for _, c in pairs])
             new_args = [a for a, _ in zip(A.args, kinds)]
             call_args = []

@@ -425,3 +425,17 @@ def pointer_global_check(module, load, shadow_globals):
     from .runtime import unset_shadow_check
     return unset_shadow_check(module, g)
 
+
+def scratch_sink(module, fn):
+    """A zeroed 64-byte scratch slot at the start of ``fn``: where an access through a
+    pointer whose shadow is the primal memory goes instead (``Activity._own_merges``);
+    only zeros are ever stored there."""
+    from ..ir.instructions import Alloca
+    e = Emitter(module)
+    e.position_at_start(fn.blocks[0])
+    a = Alloca(T.ArrayType(T.i8, 64), align=64)
+    e.insert(a)
+    memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
+    e.call(memset, [a, ConstantInt(T.i8, 0), ConstantInt(T.i64, 64), ConstantInt(T.i1, 0)])
+    return a
+

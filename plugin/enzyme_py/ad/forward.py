@@ -35,7 +35,7 @@ from .kinds import visitor as _visitor
 from .sort import fwd_qsort
 from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_global_check,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
-                   sync_text_objects, zero)
+                   scratch_sink, sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never
@@ -71,13 +71,14 @@ class ForwardContext:
         self.gens: dict = {}
         self.queue: list = []
 
-    def get(self, fn, kinds, width=1, const_fields=frozenset()):
-        """``const_fields``: see ``reverse.Context.get``."""
-        key = (fn, tuple(kinds), width, const_fields)
+    def get(self, fn, kinds, width=1, const_fields=frozenset(), own_args=frozenset()):
+        """``const_fields``, ``own_args``: see ``reverse.Context.get``."""
+        key = (fn, tuple(kinds), width, const_fields, own_args)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ForwardGen(self, fn, list(kinds), width)
             g.const_fields = const_fields
+            g.own_args = own_args
             self.queue.append(g)
         return g
 
@@ -117,7 +118,8 @@ class ForwardGen:
         inactive = self.ctx.registry.inactive_fns
         self.act = Activity(P, self.kinds, inactive=inactive,
                             shadow_globals=self.ctx.rctx.shadow_globals,
-                            const_fields=getattr(self, "const_fields", frozenset()))
+                            const_fields=getattr(self, "const_fields", frozenset()),
+                            own_args=getattr(self, "own_args", frozenset()))
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1
@@ -177,6 +179,8 @@ class ForwardGen:
             return [sg] + [shadow_constant(v, {g: self._lane_global(g, k)})
                            for k in range(1, self.W)]
         if v not in self.act.shadowed:
+            if where in self.act.own_merges and v in self.act.own_sources:
+                return [self.P_(v)] * self.W    # its own "shadow": see Activity._own_merges
             if _own_tangentless(v):
                 # no tangent can be read or written through it (a function, data without
                 # floats, a vtable, an address made from an integer: MPI_IN_PLACE)
@@ -291,7 +295,10 @@ class ForwardGen:
         p = inst.operand(0)
         if p in act.shadowed:
             if inst in act.shadowed or inst in act.active:
-                lanes = [e.load(inst.type, s, inst.align) for s in self.S(p, inst)]
+                shadows = self.S(p, inst)
+                if p in act.own_ptrs:   # tangents of zero where the shadow is the primal
+                    shadows = [self._own_guard(p, s)[0] for s in shadows]
+                lanes = [e.load(inst.type, s, inst.align) for s in shadows]
                 (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
                 check = pointer_global_check(self.ctx.module, inst, self.ctx.rctx.shadow_globals)
                 if check is not None:
@@ -429,6 +436,9 @@ class ForwardGen:
             else:
                 return
             for x, s in zip(vals, self.S(p, inst)):
+                if p in act.own_ptrs:   # nothing written where the shadow is the primal
+                    s, own = self._own_guard(p, s)
+                    x = e.select(own, zero(x.type), x)
                 e.store(x, s, inst.align)
         elif v in act.active and p not in act.unshadowed_locals:
             base = underlying_object(p)
@@ -467,6 +477,16 @@ class ForwardGen:
                 f"{g.name}.enzyme_shadow.{k}", g.value_type, ZeroInit(g.value_type),
                 linkage="internal", align=g.align or 16)
         return got
+
+    def _own_guard(self, p, s):
+        """As ``ReverseGen.own_guard``: the address for an access through ``p`` with
+        shadow ``s``, and whether that shadow is the primal memory."""
+        e = self.e
+        own = e.icmp("eq", s, self.P_(p))
+        sink = getattr(self, "_sink", None)
+        if sink is None:
+            sink = self._sink = scratch_sink(self.ctx.module, self.fn)
+        return e.select(own, sink, s), own
 
     def _memset0(self, p, n):
         e = self.e
@@ -710,7 +730,8 @@ class ForwardGen:
             g, target = forward_target(self, inst, kinds)
         else:
             g = self.ctx.get(callee, kinds, self.W,
-                             const_fields=act.callee_const_fields(inst.args))
+                             const_fields=act.callee_const_fields(inst.args),
+                             own_args=act.callee_own_args(inst.args))
             target = g.fn
         call_args = []
         for a, k in zip(inst.args, kinds):

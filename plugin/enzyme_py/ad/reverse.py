@@ -43,7 +43,8 @@ from ..ir.instructions import (Alloca, BinaryOp, Br, Call, Cast, GEP, Load, Phi,
 from ..ir.values import (Argument, ConstantInt, ConstantNull, Poison, Undef, ZeroInit)
 from .cache import CacheLayout, ensure_preheaders
 from .emit import (Emitter, Lazy, acc_zero, keep_byval, loaded_own_shadow,
-                   made_of_own_shadows, no_pointer_set_yet, returns_own_shadows)
+                   made_of_own_shadows, no_pointer_set_yet, returns_own_shadows,
+                   scratch_sink)
 from .errors import ADError, inst_location, struct_return_error
 from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
 from .runtime import runtime_function
@@ -94,7 +95,7 @@ class Context:
         return add_group(self.module, body)
 
     def get(self, fn, kinds, ret_active, stable_args=False, noalias_args=frozenset(),
-            parallel=False, const_fields=frozenset()):
+            parallel=False, const_fields=frozenset(), own_args=frozenset()):
         """``stable_args``: the caller keeps the memory behind the arguments unchanged
         until the reverse function has run (an ``__enzyme_autodiff`` call site), so
         loads from it may be recomputed in the reverse sweep; or the set of argument
@@ -102,13 +103,15 @@ class Context:
         (see ``Overwrite``).  ``parallel``: the code runs on several threads at once
         (an OpenMP region, see ``openmp.py``).  ``const_fields``: fields of the
         arguments' memory that hold pointers without a shadow
-        (``Activity.callee_const_fields``)."""
+        (``Activity.callee_const_fields``).  ``own_args``: arguments whose shadow may
+        be the primal memory (``Activity.callee_own_args``)."""
         key = (fn, tuple(kinds), ret_active, stable_args, noalias_args, parallel,
-               const_fields)
+               const_fields, own_args)
         g = self.gens.get(key)
         if g is None:
             g = self.gens[key] = ReverseGen(self, fn, list(kinds), ret_active, stable_args)
             g.const_fields = const_fields
+            g.own_args = own_args
             g.noalias_args = noalias_args
             g.parallel = parallel
             self.queue.append(g)
@@ -271,7 +274,8 @@ class ReverseGen:
         self.act = Activity(P, self.kinds, inactive=hooks.inactive_fns if hooks else (),
                             shadow_globals=self.ctx.shadow_globals,
                             ret_active=self.ret_active,
-                            const_fields=getattr(self, "const_fields", frozenset()))
+                            const_fields=getattr(self, "const_fields", frozenset()),
+                            own_args=getattr(self, "own_args", frozenset()))
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
@@ -355,6 +359,10 @@ class ReverseGen:
                                            or loaded_own_shadow(v, self._own_shadow)):
             return self.vmap.get(v, v)   # vtables, functions, null + n, {NULL, r}
         if v.type.is_pointer and v not in self.act.shadowed:
+            if where in self.act.own_merges and v in self.act.own_sources:
+                # constant data chosen beside memory with a shadow: its own "shadow",
+                # every access through the merge checks (Activity._own_merges)
+                return self.vmap.get(v, v)
             from ..analysis.types import carries_no_derivative
             if carries_no_derivative(v):
                 # points at integers only (a C++ key passed by reference, kept in a
@@ -606,6 +614,8 @@ class ReverseGen:
         if sg is not None:
             return sg
         if p not in self.act.shadowed:
+            if p in self.act.own_sources:
+                return self.primal(p, b)    # see _sh_aug
             if p.is_instruction or isinstance(p, Argument) or _mutable_data_global(p):
                 # the primal pointer is never a shadow (see _sh_aug)
                 raise InternalError("no shadow for a pointer without one",
@@ -634,6 +644,28 @@ class ReverseGen:
             return c
         got = self._cached(("s", p), self.sh_aug[p], T.ptr, p.parent, b)
         self.memo[key] = got
+        return got
+
+    def own_guard(self, p, sp, b):
+        """For an access through ``p`` (``Activity.own_ptrs``) with shadow address
+        ``sp``: (the address to use, whether the shadow is the primal memory) -- a
+        zeroed scratch slot where it is (nothing may be written to that memory, and
+        what is read there must be zero)."""
+        from .errors import ADError
+        if self.parallel:
+            raise ADError("a pointer without a shadow (constant data) is chosen beside "
+                          "pointers that have shadows inside a parallel region",
+                          location=self.ctx.err_loc(p) if p.is_instruction else None,
+                          hint="pass that memory with enzyme_dup and a shadow")
+        e = self.e
+        own = e.icmp("eq", sp, self.primal(p, b))
+        return e.select(own, self.sink(), sp), own
+
+    def sink(self):
+        """The reverse function's zeroed scratch slot (see ``own_guard``)."""
+        got = getattr(self, "_sink", None)
+        if got is None:
+            got = self._sink = scratch_sink(self.ctx.module, self.rev)
         return got
 
     def _lazy_ops(self, inst, b):

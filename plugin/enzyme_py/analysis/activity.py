@@ -112,8 +112,11 @@ class Activity:
     ``"out"`` (active by-value float)."""
 
     def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=(),
-                 ret_active=True, const_fields=frozenset()):
+                 ret_active=True, const_fields=frozenset(), own_args=frozenset()):
         self.fn = fn
+        # arguments whose shadow may be the primal memory (``_own_merges``)
+        self.own_args = own_args
+        self.own_merges = self.own_ptrs = self.own_sources = frozenset()
         # (argument index, byte offset): pointers stored there in the memory the
         # argument points to have no shadow (``callee_const_fields``)
         self.const_fields = const_fields
@@ -132,7 +135,7 @@ class Activity:
                         if o.type.is_pointer and not o.is_instruction and \
                                 global_base(o) in shadow_globals:
                             self.shadowed.add(o)
-        self._key = (fn, tuple(kinds), const_fields)
+        self._key = (fn, tuple(kinds), const_fields, own_args)
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
         # non-escaping locals -> the values stored into them
@@ -145,6 +148,50 @@ class Activity:
         # values active by forward reasoning whose derivative reaches no output
         self.pruned: set = self._prune(insts, ret_active)
         self.active -= self.pruned
+        self.own_merges, self.own_ptrs = self._own_merges(insts)
+        # the pointers without a shadow those merges choose: their "shadow" is themselves
+        self.own_sources = frozenset(
+            v for m in self.own_merges
+            for v in ([x for x, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:])
+            if v not in self.shadowed and (v.is_instruction or isinstance(v, Argument)))
+
+    def _own_merges(self, insts):
+        """Phis and selects choosing between a pointer without a shadow (an
+        ``enzyme_const`` input) and pointers with one: a layer loop's ``in = x`` then
+        ``in = acts + l*N``.  The merge's shadow takes the primal pointer where the
+        chosen one has no shadow -- the memory is then its own "shadow" -- and every
+        access through the merge (``own_ptrs``: it and the pointers derived from it, and
+        the arguments a caller passes such a pointer for: ``own_args``) checks at run
+        time whether its shadow is the primal address: there, a tangent or adjoint read
+        is zero and nothing is written (a zeroed scratch slot takes the access
+        instead).  Only when those pointers are only loaded from and stored through
+        (values without pointers, at most 64 bytes), compared, offset, merged or passed
+        to defined functions that do the same; else the merge stays "mixed" (a compile
+        error)."""
+        merges, ptrs = set(), set()
+        dl = self.fn.parent.datalayout
+        seeds = [a for a in self.fn.args if a.index in self.own_args and a in self.shadowed]
+        for m in insts:
+            if isinstance(m, (Phi, Select)) and m.type.is_pointer and m in self.shadowed:
+                vals = [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]
+                if any(v not in self.shadowed and (v.is_instruction or isinstance(v, Argument))
+                       for v in vals):
+                    seeds.append(m)
+        for m in seeds:
+            if m in ptrs:
+                continue
+            derived = _own_uses(m, dl)
+            if derived is not None:
+                ptrs |= derived
+                merges |= {d for d in derived if isinstance(d, (Phi, Select))}
+        return frozenset(merges), frozenset(ptrs)
+
+    def callee_own_args(self, args) -> frozenset:
+        """For a call with ``args``: the indices of those whose shadow may be the
+        primal memory (``_own_merges``); the callee's derivative checks its accesses."""
+        if not self.own_ptrs:
+            return frozenset()
+        return frozenset(k for k, a in enumerate(args) if a in self.own_ptrs)
 
     def _forward(self, fn, kinds, insts, seed) -> None:
         """Forward reasoning (module docstring) from the arguments, to a fixed point."""
@@ -472,13 +519,14 @@ class Activity:
         struct it returns)."""
         kinds = tuple(self.callee_kinds(args))
         fields = self.callee_const_fields(args)
-        key = (callee, kinds, fields, aggregate)
+        own = self.callee_own_args(args)
+        key = (callee, kinds, fields, own, aggregate)
         got = self._callee_ret.get(key)
         if got is None:
-            if (callee, kinds, fields) in self._outer or len(self._outer) > 8:
+            if (callee, kinds, fields, own) in self._outer or len(self._outer) > 8:
                 return True     # recursion (or deep nesting): assume it may
             sub = Activity(callee, kinds, self.inactive_fns, self._outer,
-                           self.shadow_globals, const_fields=fields)
+                           self.shadow_globals, const_fields=fields, own_args=own)
             rets = [t.value for b in callee.blocks for t in [b.terminator]
                     if isinstance(t, Ret) and t.value is not None]
             if aggregate:
@@ -624,6 +672,46 @@ def address_uses(a, derived: set, merges: bool = False):
                 work.append(user)
             else:
                 yield u
+
+
+def _own_uses(start, dl, depth=4):
+    """``start`` and the pointers derived from it (GEPs, casts, phis, selects) when
+    every use of them loads or stores a value without pointers of at most 64 bytes,
+    compares, or passes it to a defined function whose parameter is used the same
+    way (``depth`` calls deep); else None (see ``Activity._own_merges``)."""
+    from ..ir.module import Function
+    derived, work = {start}, [start]
+    while work:
+        v = work.pop()
+        for u in v.uses:
+            user = u.user
+            if getattr(user, "is_debug_use", False) or isinstance(user, ICmp) \
+                    or _marker(user):
+                continue
+            if isinstance(user, GEP) and u.index == 0 \
+                    or isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast") \
+                    or isinstance(user, Phi) or isinstance(user, Select) and u.index > 0:
+                if user not in derived:
+                    derived.add(user)
+                    work.append(user)
+            elif isinstance(user, Load) and u.index == 0:
+                if has_pointer(user.type) or dl.store_size(user.type) > 64:
+                    return None
+            elif isinstance(user, Store) and u.index == 1:
+                x = user.operand(0).type
+                if has_pointer(x) or dl.store_size(x) > 64:
+                    return None
+            elif isinstance(user, Call) and u.index < user.num_args:
+                callee = user.called_function
+                if not isinstance(callee, Function) or callee.is_declaration or depth == 0 \
+                        or user.function_type.varargs or u.index >= len(callee.args):
+                    return None
+                callee.materialize()
+                if _own_uses(callee.args[u.index], dl, depth - 1) is None:
+                    return None
+            else:
+                return None
+    return derived
 
 
 def _marker(user) -> bool:
