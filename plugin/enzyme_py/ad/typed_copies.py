@@ -378,17 +378,24 @@ def _pointer_sized(ty, module) -> bool:
     return ty.is_int and ty.width == 8 * module.datalayout.store_size(T.ptr)
 
 
+def _pointer_load_for(ld, module):
+    """A pointer load of the bytes the integer load ``ld`` reads, placed before it (its
+    TBAA tag, which names an integer type, dropped)."""
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_before(ld)
+    new = e.load(T.ptr, ld.operand(0), align=ld.align)
+    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    return new
+
+
 def _retype_pointer_load(ld, module) -> bool:
     casts = [u.user for u in ld.uses if isinstance(u.user, Cast)
              and u.user.opcode == "inttoptr" and u.user.type == T.ptr]
     if not casts or len(casts) != len(ld.uses) or ld.volatile or ld.ordering \
             or not _pointer_sized(ld.type, module):
         return False
-    from .emit import Emitter
-    e = Emitter(module)
-    e.position_before(ld)
-    new = e.load(T.ptr, ld.operand(0), align=ld.align)
-    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    new = _pointer_load_for(ld, module)
     for c in casts:
         c.replace_all_uses_with(new)
         c.erase()
@@ -410,11 +417,7 @@ def _retype_pointer_copy(ld, module) -> bool:
             or any(layout_kinds(st.operand(1), dl.store_size(T.ptr), dl) != {"ptr"}
                    for st in stores):
         return False
-    from .emit import Emitter
-    e = Emitter(module)
-    e.position_before(ld)
-    new = e.load(T.ptr, ld.operand(0), align=ld.align)
-    new.metadata = [m for m in ld.metadata if m[0] != "tbaa"]
+    new = _pointer_load_for(ld, module)
     for st in stores:
         st.set_operand(0, new)
         st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
