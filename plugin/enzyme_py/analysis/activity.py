@@ -9,7 +9,12 @@ followed exactly: pointers loaded from it are shadowed only if a shadowed pointe
 is stored into it, and it gets a shadow itself only if it holds floating-point
 values or shadowed pointers -- a pointer to constant data kept in a local (a
 global's pointer, an ``enzyme_const`` argument at -O0) stays without a shadow
-instead of making its primal memory look like one.  A call to a defined function
+instead of making its primal memory look like one.  Such a local is followed field by
+field, by byte offset, also through the callees it is passed to (``_param_summary``)
+and into a by-value parameter's copy: a field that holds only pointers without a
+shadow beside fields that hold pointers with one (a C++ ``[&]`` closure over an
+``enzyme_const`` and a duplicated vector, a cursor struct) gives loads without a shadow,
+and callees get such fields as ``const_fields``.  A call to a defined function
 returns a shadowed pointer if the callee, analysed with the same activity, may
 return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
 What calls do comes from the call-effects table (``effects.py``).
@@ -40,6 +45,11 @@ assumed to receive no derivative (optional weights: ``w = w_in ? w_in : ones``);
 forward reasoning is redone, and a block into which an active value is stored after
 all gets its shadow back.  ``write_only_argument`` says which arguments without a
 shadow a function only stores into (an optional output passed as NULL).
+
+A phi or select that chooses between a pointer without a shadow and pointers with one
+(``in = x`` then ``in = acts``) is accepted when what it yields is only loaded from and
+stored through (``_own_merges``): its shadow is the primal pointer where the constant
+data is chosen, and the generators check each access at run time (``own_ptrs``).
 
 The result is read-only; ``str(result)`` lists the active values per block and
 the ones backward reasoning dropped.
