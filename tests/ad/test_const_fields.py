@@ -269,3 +269,34 @@ int main(void) {
 def test_layer_loop_starting_at_a_constant_input(tmp_path, opt):
     out = run(tmp_path, LAYERS, opt)
     assert out.count("ok ") == 9, out
+
+
+# Writing floating-point values through such a merge while it points at the constant
+# data (round Y: `p = c ? x : buf; scale(p, s); return sumsq(p)`): the check would drop
+# what is stored there, and what is read back would carry no derivative -- 0 in both
+# modes.  A merge written through with floats stays a compile error, as the same code
+# without the merge (an active value stored into memory without a shadow).
+WRITTEN_THROUGH = r"""
+__attribute__((noinline)) static void scale(double *p, int n, double s) {
+    for (int i = 0; i < n; i++) p[i] *= s;
+}
+double f(double *x, double *buf, int c, double s) {
+    double *p = c ? x : buf;
+    scale(p, 3, s);
+    double t = 0;
+    for (int i = 0; i < 3; i++) t += p[i] * p[i];
+    return t;
+}
+int main(void) {
+    double x[3] = {1, 2, 0.5}, buf[3] = {3, 1, 1}, dbuf[3] = {0};
+    printf("%g\\n", __enzyme_autodiff_d((void *)f, enzyme_const, x, enzyme_dup, buf, dbuf,
+                                       enzyme_const, 1, 1.5));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_merge_written_through_with_floats_is_refused(tmp_path, opt):
+    err = build_error(tmp_path, WRITTEN_THROUGH, opt)
+    assert "is mixed with pointers that have shadows" in err, err

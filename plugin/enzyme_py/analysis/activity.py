@@ -47,8 +47,8 @@ all gets its shadow back.  ``write_only_argument`` says which arguments without 
 shadow a function only stores into (an optional output passed as NULL).
 
 A phi or select that chooses between a pointer without a shadow and pointers with one
-(``in = x`` then ``in = acts``) is accepted when what it yields is only loaded from and
-stored through (``_own_merges``): its shadow is the primal pointer where the constant
+(``in = x`` then ``in = acts``) is accepted when what it yields is only read (and
+stored integers through: ``_own_merges``): its shadow is the primal pointer where the constant
 data is chosen, and the generators check each access at run time (``own_ptrs``).
 
 The result is read-only; ``str(result)`` lists the active values per block and
@@ -174,10 +174,11 @@ class Activity:
         the arguments a caller passes such a pointer for: ``own_args``) checks at run
         time whether its shadow is the primal address: there, a tangent or adjoint read
         is zero and nothing is written (a zeroed scratch slot takes the access
-        instead).  Only when those pointers are only loaded from and stored through
-        (values without pointers, at most 64 bytes), compared, offset, merged or passed
-        to defined functions that do the same; else the merge stays "mixed" (a compile
-        error)."""
+        instead).  Only when those pointers are only loaded from (values without
+        pointers, at most 64 bytes), stored through (integers: a floating-point value
+        written where the constant data is chosen would lose its derivative), compared,
+        offset, merged or passed to defined functions that do the same; else the merge
+        stays "mixed" (a compile error)."""
         merges, ptrs = set(), set()
         dl = self.fn.parent.datalayout
         seeds = [a for a in self.fn.args if a.index in self.own_args and a in self.shadowed]
@@ -686,9 +687,9 @@ def address_uses(a, derived: set, merges: bool = False):
 
 def _own_uses(start, dl, depth=4):
     """``start`` and the pointers derived from it (GEPs, casts, phis, selects) when
-    every use of them loads or stores a value without pointers of at most 64 bytes,
-    compares, or passes it to a defined function whose parameter is used the same
-    way (``depth`` calls deep); else None (see ``Activity._own_merges``)."""
+    every use of them loads a value without pointers of at most 64 bytes, stores an
+    integer, compares, or passes it to a defined function whose parameter is used the
+    same way (``depth`` calls deep); else None (see ``Activity._own_merges``)."""
     from ..ir.module import Function
     derived, work = {start}, [start]
     while work:
@@ -708,8 +709,10 @@ def _own_uses(start, dl, depth=4):
                 if has_pointer(user.type) or dl.store_size(user.type) > 64:
                     return None
             elif isinstance(user, Store) and u.index == 1:
+                # (floating-point values written there could be the constant data's:
+                # their derivative would be dropped where the check finds the primal)
                 x = user.operand(0).type
-                if has_pointer(x) or dl.store_size(x) > 64:
+                if has_pointer(x) or floatish(x) or dl.store_size(x) > 64:
                     return None
             elif isinstance(user, Call) and u.index < user.num_args:
                 callee = user.called_function
