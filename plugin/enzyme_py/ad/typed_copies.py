@@ -403,6 +403,21 @@ def _retype_pointer_load(ld, module) -> bool:
     return True
 
 
+def _returned_argument(p):
+    """The argument a call returns when the defined function called returns that
+    parameter everywhere (an iterator's ``operator++`` returning ``*this``: libc++'s
+    ``__upper_bound`` copies ``*++it``), else ``p``."""
+    from ..ir.instructions import Call, Ret
+    f = p.called_function if isinstance(p, Call) else None
+    if f is None or f.is_declaration:
+        return p
+    rets = [b.terminator.value for b in f.blocks if isinstance(b.terminator, Ret)]
+    if rets and all(getattr(r, "is_argument", False) for r in rets) \
+            and len({r.index for r in rets}) == 1 and rets[0].index < len(p.args):
+        return p.args[rets[0].index]
+    return p
+
+
 def _retype_pointer_copy(ld, module) -> bool:
     """An iterator copied into another as an integer (``load i64`` only stored, from and
     to a pointer field by both objects' declared layout: libstdc++'s
@@ -413,9 +428,10 @@ def _retype_pointer_copy(ld, module) -> bool:
     if not stores or ld.volatile or ld.ordering or not _pointer_sized(ld.type, module) \
             or not all(isinstance(st, Store) and st.operand(0) is ld and st.operand(1) is not ld
                        and not st.volatile and not st.ordering for st in stores) \
-            or layout_kinds(ld.operand(0), dl.store_size(T.ptr), dl) != {"ptr"} \
-            or any(layout_kinds(st.operand(1), dl.store_size(T.ptr), dl) != {"ptr"}
-                   for st in stores):
+            or layout_kinds(_returned_argument(ld.operand(0)), dl.store_size(T.ptr),
+                            dl) != {"ptr"} \
+            or any(layout_kinds(_returned_argument(st.operand(1)), dl.store_size(T.ptr),
+                                dl) != {"ptr"} for st in stores):
         return False
     new = _pointer_load_for(ld, module)
     for st in stores:
