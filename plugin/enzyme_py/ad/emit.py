@@ -106,12 +106,8 @@ def byval_at_call_sites(functions) -> None:
 
 def attr_type(arg, attr):
     """The type an attribute of a parameter names (``byval(T)``, ``sret(T)``), or None."""
-    from ..ir.attributes import Attributes
-    text = Attributes.parse(arg.attrs).arg(attr)
-    if text is None:
-        return None
-    from ..ir.parser import Parser
-    return Parser(arg.parent.parent, text).parse_type()
+    from ..ir.attributes import named_type
+    return named_type(arg.attrs, attr, arg.parent.parent)
 
 
 def copy_body(src, dst, vmap):
@@ -246,26 +242,21 @@ def made_of_own_shadows(v, own_shadow, limit=32) -> bool:
     from a table, the end ``null + n`` of an empty ``std::vector``.  Its shadow is then
     ``v`` itself (a GEP applies to the shadow with the same indices)."""
     from ..ir.instructions import GEP, Cast, Phi, Select
+    from ..ir.walk import BoundedWalk
     if not v.is_instruction:
         return False
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if len(seen) > limit:
-            return False
+    walk = BoundedWalk(v, limit)
+    for x in walk:
         if isinstance(x, Phi):
-            work.extend(val for val, _ in x.incoming)
+            walk.add(*(val for val, _ in x.incoming))
         elif isinstance(x, Select):
-            work.extend(x.operands[1:])
+            walk.add(*x.operands[1:])
         elif isinstance(x, GEP) or isinstance(x, Cast) \
                 and x.opcode in ("bitcast", "addrspacecast"):
-            work.append(x.operand(0))
+            walk.add(x.operand(0))
         elif x.is_instruction or not x.is_constant or not own_shadow(x):
             return False
-    return True
+    return not walk.exceeded
 
 
 def returns_own_shadows(v, own_shadow) -> bool:

@@ -58,7 +58,7 @@ def copy_byval_params(fn) -> int:
     from .emit import Emitter, attr_type
     n = 0
     for a in fn.args:
-        ty = attr_type(a, "byval") if "byval(" in (a.attrs or "") else None
+        ty = attr_type(a, "byval")
         if ty is None or not a.uses:
             continue
         e = Emitter(fn.parent)

@@ -62,6 +62,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                Select, ShuffleVector, Store, BinaryOp, UnaryOp, Freeze, VAArg,
                                FCmp, ICmp)
 from ..ir.values import Argument
+from ..ir.walk import BoundedWalk
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
@@ -445,14 +446,8 @@ class Activity:
     def _only_into(self, v, derived, limit=64) -> bool:
         """Whether the value ``v`` flows (through arithmetic, casts, phis, selects and
         pure math calls) only into stores to the pointers ``derived``, or comparisons."""
-        work, seen = [v], set()
-        while work:
-            x = work.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if len(seen) > limit:
-                return False
+        walk = BoundedWalk(v, limit)
+        for x in walk:
             for u in x.uses:
                 user = u.user
                 if getattr(user, "is_debug_use", False) or isinstance(user, (ICmp, FCmp)):
@@ -462,10 +457,10 @@ class Activity:
                         return False
                 elif _role(user, self.inactive_fns) == "transform" \
                         and not (isinstance(user, Select) and u.index == 0):
-                    work.append(user)
+                    walk.add(user)
                 else:
                     return False
-        return True
+        return not walk.exceeded
 
     def touches_shadow_globals(self, call) -> bool:
         """Whether ``call`` (of a defined function, or through a pointer: of any
@@ -486,16 +481,12 @@ class Activity:
         False for a non-escaping local into which no shadowed pointer is stored, and
         for a field of one (or of the memory an argument points to:
         ``const_fields``) that holds only pointers without a shadow."""
-        if self.const_fields or self.slots:
-            base, off = base_offset(p, self.fn.parent.datalayout)
-            if isinstance(base, Argument) and (base.index, off) in self.const_fields:
-                return False
-        else:
-            base, off = underlying_object(p), None
+        if not (self.const_fields or self.slots):
+            return True
+        base, off = base_offset(p, self.fn.parent.datalayout)
+        if isinstance(base, Argument) and (base.index, off) in self.const_fields:
+            return False
         st = self.slots.get(base)
-        if st is None and base is not underlying_object(p):
-            st = self.slots.get(underlying_object(p))
-            off = None
         return st is None or st.holds_shadowed(self, off)
 
     def callee_const_fields(self, args) -> frozenset:
@@ -632,14 +623,8 @@ def code_pointer(v, limit=16) -> bool:
     selects and casts; compared, as a dispatch does): a function, not data -- a C++
     pointer to member function, whose callee is a vtable slot or the pointer itself
     by a phi, even when the object it is read from carries derivatives."""
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if len(seen) > limit:
-            return False
+    walk = BoundedWalk(v, limit)
+    for x in walk:
         for u in x.uses:
             user = u.user
             if isinstance(user, Call):
@@ -649,10 +634,10 @@ def code_pointer(v, limit=16) -> bool:
                     isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
                 if isinstance(user, Select) and u.index == 0:
                     return False
-                work.append(user)
+                walk.add(user)
             elif getattr(user, "opcode", None) != "icmp":
                 return False
-    return bool(v.uses)
+    return bool(v.uses) and not walk.exceeded
 
 
 def _fresh_block(call) -> bool:
@@ -923,7 +908,7 @@ class _Slot:
         return any(sh for _, sh, _ in self._entries(act))
 
 
-def base_offset(p, dl, limit=32):
+def base_offset(p, dl, limit=64):
     """``p`` stripped of GEPs and pointer casts, and the constant byte offset they add
     (None when some index is not constant)."""
     off = 0
@@ -965,13 +950,9 @@ def _offset_uses(a, dl):
 
 def byval_type(call, index):
     """The type a call passes by value (``byval(T)``) at argument ``index``, else None."""
+    from ..ir.attributes import named_type
     attrs = call.arg_attrs[index] if call.arg_attrs and index < len(call.arg_attrs) else None
-    if not attrs or "byval(" not in attrs:
-        return None
-    from ..ir.attributes import Attributes
-    from ..ir.parser import Parser
-    text = Attributes.parse(attrs).arg("byval")
-    return None if text is None else Parser(call.function.parent, text).parse_type()
+    return named_type(attrs, "byval", call.function.parent)
 
 
 def pointer_offsets(ty, dl, limit=64):
@@ -1003,12 +984,10 @@ def _copied_param(call, off, dl):
             or len(call.args) < 3:
         return None
     param = call.args[1]
-    if not getattr(param, "is_argument", False) or "byval(" not in (param.attrs or ""):
+    if not getattr(param, "is_argument", False):
         return None
-    from ..ir.attributes import Attributes
-    from ..ir.parser import Parser
-    text = Attributes.parse(param.attrs).arg("byval")
-    ty = Parser(param.parent.parent, text).parse_type() if text else None
+    from ..ir.attributes import named_type
+    ty = named_type(param.attrs, "byval", param.parent.parent)
     if ty is None or not has_pointer(ty):
         return None
     n = call.args[2]

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-__all__ = ["Token", "Attributes", "resolved", "add_group", "stripped"]
+__all__ = ["Token", "Attributes", "resolved", "add_group", "stripped", "named_type"]
 
 
 class Token(NamedTuple):
@@ -408,3 +408,17 @@ def stripped(module, attrs, *names: str) -> Attributes:
             if new is not g:
                 mapping[key] = add_group(module, new)[1:]
     return a.replace_groups(mapping)
+
+
+def named_type(attrs, attr: str, module):
+    """The type the attribute ``attr`` names in the attribute text ``attrs`` (a
+    parameter's or a call argument's: ``byval(%struct.S)``, ``sret(T)``), parsed in
+    ``module``; None when it is not there."""
+    if not attrs or f"{attr}(" not in attrs:
+        return None
+    text = Attributes.parse(attrs).arg(attr)
+    if text is None:
+        return None
+    from .parser import Parser
+    return Parser(module, text).parse_type()
+
