@@ -94,8 +94,9 @@ STAGE_RE = re.compile(r"([A-Za-z][\w+ -]*?)\s+(\d+(?:\.\d+)?)s\b")
 
 def parse_stage_times(stderr: str) -> dict[str, float]:
     """Per-stage seconds from ``enzyme-cc -v``: 'IR parse', 'AD pass', 'print',
-    'link+print', 'EnzymePy', 'llvmlite -O2', 'codegen', 'pre-AD optimisation',
-    'AD transform'."""
+    'link+print', 'EnzymePy', 'pre-AD optimisation', 'AD transform', and the final
+    pipeline's: 'llvmlite -O2' and 'codegen', or 'clang -O2 and codegen' where a clang
+    of llvmlite's LLVM major runs both."""
     out: dict[str, float] = {}
     for line in stderr.splitlines():
         if not line.startswith("enzyme-cc: "):
@@ -113,6 +114,17 @@ def parse_stage_times(stderr: str) -> dict[str, float]:
             for name, sec in STAGE_RE.findall(body):
                 out[name.strip()] = out.get(name.strip(), 0.0) + float(sec)
     return out
+
+
+def final_stage(stages: dict[str, float]) -> str:
+    """The final -O pipeline and code generation, with who ran them, as a table cell."""
+    both = [(k, v) for k, v in stages.items() if k.startswith("clang -O")]
+    if both:
+        return f"{both[0][1]:.3f} s (clang)"
+    if "codegen" in stages:
+        opt = sum(v for k, v in stages.items() if k.startswith("llvmlite -O"))
+        return f"{opt + stages['codegen']:.3f} s (llvmlite)"
+    return "—"
 
 
 def count_instructions(ll_path: Path) -> int | None:

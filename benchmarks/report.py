@@ -12,6 +12,7 @@ from .harness import (
     TARGET_AD_PASS_S,
     TARGET_RATIO,
     TARGET_VS_ENZYME,
+    final_stage,
     size_label,
 )
 
@@ -252,12 +253,12 @@ def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
              f"AD pass target < {TARGET_AD_PASS_S:g} s)")
     L.append("")
     L.append("| kernel | IR parse | pre-AD opt | AD transform | AD pass total | print | "
-             "llvmlite -O2 | codegen | enzyme-cc wall | IR insts before → after AD |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+             "final -O2 + codegen | enzyme-cc wall | IR insts before → after AD |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
     for k, b in builds.items():
         on = b["on"]
         if not on.get("ok"):
-            L.append(f"| {k} | **failed**: {short(on.get('error', '?'))} |||||||||")
+            L.append(f"| {k} | **failed**: {short(on.get('error', '?'))} ||||||||")
             continue
         st = on["stages"]
 
@@ -270,7 +271,7 @@ def markdown(meta: dict, builds: dict, results: list[dict]) -> str:
         ib, ia = on.get("insts_before"), on.get("insts_after")
         icell = f"{ib} → {ia}" if ib and ia else "—"
         L.append(f"| {k} | {s('IR parse')} | {s('pre-AD opt')} | {s('AD transform')} | {adcell} | "
-                 f"{s('print')} | {s('llvmlite -O2')} | {s('codegen')} | {on['wall_s']:.2f} s | "
+                 f"{s('print')} | {final_stage(st)} | {on['wall_s']:.2f} s | "
                  f"{icell} |")
     L.append("")
     return "\n".join(L)

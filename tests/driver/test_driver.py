@@ -392,16 +392,97 @@ def test_old_clang_with_another_llvms_lto_plugin_is_covered():
         pytest.skip(msg)
 
 
+@pytest.mark.parametrize("backend", ["-fenzyme-clang-backend", "-fno-enzyme-clang-backend"])
 @pytest.mark.parametrize("clang_cmd", other_clangs())
-def test_constructors_and_destructors_run_in_order(tmp_path, ecc, clang, clang_cmd):
+def test_constructors_and_destructors_run_in_order(tmp_path, ecc, clang, clang_cmd, backend):
     """llvmlite emits .ctors sections, which lld (the ziglang clang's linker)
-    ignores; the driver lowers them to .init_array/.fini_array."""
+    ignores; the driver lowers them to .init_array/.fini_array (where clang's code
+    generator does not do it: a clang of another LLVM major, or the option off)."""
     src = copy_data("structors.c", tmp_path)
     env = dict(os.environ, ENZYME_CLANG=clang_cmd)
     env.pop("ENZYME_CLANGXX", None)
     for opt in ("-O0", "-O2"):
-        run([ecc, opt, src, "-o", "t"], tmp_path, env=env)
+        run([ecc, opt, backend, src, "-o", "t"], tmp_path, env=env)
         out = output_of(tmp_path / "t", tmp_path)
         assert out == (0, "ctor 101\nctor 200\nctor default\nmain\natexit\ndtor\n"), out
     run(clang.command(False) + [src, "-o", "ref"], tmp_path)
     assert output_of(tmp_path / "ref", tmp_path) == out
+
+
+BACKEND_C = r"""
+#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+static double f(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i] * (i + 1);
+    return s;
+}
+int main(void) {
+    double x[64], dx[64] = {0};
+    for (int i = 0; i < 64; i++) x[i] = 0.25 * i - 3;
+    __enzyme_autodiff((void *)f, x, dx, 64);
+    double c = 0;
+    for (int i = 0; i < 64; i++) c += dx[i] * (i % 7 + 1);
+    printf("%.12f %.12f\n", dx[5], c);
+    return 0;
+}
+"""
+
+
+def _backend_expected() -> str:
+    x = [0.25 * i - 3 for i in range(64)]
+    dx = [2 * x[i] * (i + 1) for i in range(64)]
+    return f"{dx[5]:.12f} {sum(d * (i % 7 + 1) for i, d in enumerate(dx)):.12f}\n"
+
+
+def test_final_pipeline_by_a_clang_of_llvmlites_major(tmp_path, ecc, clang):
+    """After the AD pass, a clang whose LLVM major is llvmlite's runs the -O pipeline
+    and code generation (the -O level the user gave, -Os included); with
+    -fno-enzyme-clang-backend, or a clang of another major, llvmlite does; the
+    programs print the same derivatives."""
+    from enzyme_py.llvm import llvm_major
+    (tmp_path / "g.c").write_text(BACKEND_C)
+    want = _backend_expected()
+    by_clang = clang.major == llvm_major()
+    for opt in ("-O2", "-Os", "-O0"):
+        proc = run([ecc, "-v", opt, "g.c", "-o", "t"], tmp_path)
+        assert output_of(tmp_path / "t", tmp_path) == (0, want)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("enzyme-cc: link+print")]
+        assert len(lines) == 1, proc.stderr
+        if by_clang:
+            assert f"clang {opt} and codegen" in lines[0], lines[0]
+            final = [ln for ln in proc.stderr.splitlines() if "final.bc" in ln]
+            assert len(final) == 1 and f" {opt} " in final[0] and "-c" in final[0].split()
+        else:
+            assert "llvmlite -O" in lines[0], lines[0]
+        proc = run([ecc, "-v", opt, "-fno-enzyme-clang-backend", "g.c", "-o", "u"], tmp_path)
+        assert "llvmlite -O" in proc.stderr and "final.bc" not in proc.stderr
+        assert output_of(tmp_path / "u", tmp_path) == (0, want)
+    if by_clang:   # -S: the assembly is clang's
+        proc = run([ecc, "-v", "-O2", "-S", "g.c", "-o", "g.s"], tmp_path)
+        final = [ln for ln in proc.stderr.splitlines() if "final.bc" in ln]
+        assert len(final) == 1 and "-S" in final[0].split()
+        assert "f" in (tmp_path / "g.s").read_text()
+
+
+def test_failing_final_clang_falls_back_to_llvmlite(tmp_path, ecc, clang):
+    """Where the clang cannot run the final pipeline on the module, llvmlite does it:
+    the build succeeds and -v says why."""
+    from enzyme_py.llvm import llvm_major
+    if clang.major != llvm_major():
+        pytest.skip(f"clang {clang.version} is not of llvmlite's LLVM major: it is not asked")
+    (tmp_path / "g.c").write_text(BACKEND_C)
+    wrapper = tmp_path / "cc.sh"
+    real = " ".join(clang.command(False))
+    wrapper.write_text("#!/bin/sh\n"
+                       'case "$*" in *final.bc*) echo "error: no backend today" >&2; exit 1;; esac\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    env = dict(os.environ, ENZYME_CLANG=str(wrapper))
+    env.pop("ENZYME_CLANGXX", None)
+    proc = run([ecc, "-v", "-O2", "g.c", "-o", "t"], tmp_path, env=env)
+    assert "failed (error: no backend today): llvmlite optimises instead" in proc.stderr
+    assert "llvmlite -O2" in proc.stderr and "Traceback" not in proc.stderr
+    assert output_of(tmp_path / "t", tmp_path) == (0, _backend_expected())
+    proc = run([ecc, "-O2", "g.c", "-o", "t2"], tmp_path, env=env)
+    assert "no backend today" not in proc.stderr   # said under -v only

@@ -43,6 +43,8 @@ OPTIONS = {
     "preopt": ("1", "0 = differentiate unoptimised IR (no pre-AD optimisation)"),
     "strong-zero": ("0", "1 = a zero adjoint or tangent contributes zero even through an "
                          "infinite or NaN partial derivative (0 x inf = 0)"),
+    "clang-backend": ("1", "0 = llvmlite runs the final -O pipeline and code generation, "
+                           "also where the clang's LLVM major is llvmlite's"),
 }
 
 

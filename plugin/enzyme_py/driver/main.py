@@ -246,12 +246,19 @@ class Driver:
     def pipeline_config(self, out: str) -> PipelineConfig:
         """The link-time pipeline's settings for the output ``out``."""
         a = self.args
+        backend: tuple[str, ...] = ()
+        if self.clang.major == llvm.llvm_major() and a.enzyme.get("clang-backend") != "0":
+            # this clang reads llvmlite's bitcode, and its release build of LLVM runs the
+            # -O pipeline and code generation in about half llvmlite's time (pipeline.py)
+            backend = tuple(self.clang.command(False) + self.clang.compat_flags(a.compile_flags))
         return PipelineConfig(
             level=a.opt_level[0] if a.opt else 2,
+            size=a.opt_level[1],
             cpu="host" if any(f in ("-march=native", "-mcpu=native") for f in a.compile_flags)
             else "",
             enzyme=a.enzyme, verbose=a.verbose,
-            save_prefix=out if a.save_temps and out != "-" else None)
+            save_prefix=out if a.save_temps and out != "-" else None,
+            backend=backend)
 
     def translates(self) -> bool:
         """``-S`` (assembly), ``-S -emit-llvm`` (IR text) or ``-c -emit-llvm`` (bitcode)
