@@ -1275,3 +1275,114 @@ def test_global_pointer_read_before_the_code_sets_it_stops(tmp_path, opt):
                          timeout=60)
     assert out.returncode != 0 and "d " not in out.stdout, out.stdout
     assert "the pointer in global 'work' was read by the derivative before" in out.stderr
+
+
+# Round Z (signal processing): a mixer keeps the buffers of its channels in a file-scope
+# array of structs, set by `register_chan` and read by a `render` LLVM does not inline;
+# a filter keeps its active taps in a file-scope pointer.  The pointers stored there were
+# enzyme_dup arguments: every derivative came out 0, without an error, at -O0 (and at
+# -O2 with the reader not inlined).  Such a global now gets a shadow global holding the
+# caller's shadows.
+GLOBAL_REGISTRY = r"""
+typedef struct { const double *buf; double gain; } Chan;
+static Chan chans[2];
+static const double *taps;
+__attribute__((noinline)) void register_chan(int i, const double *b, double g) {
+    chans[i].buf = b; chans[i].gain = g;
+}
+__attribute__((noinline)) double render(int n) {
+    double s = 0;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < n; i++) s += chans[c].gain * chans[c].buf[i] * chans[c].buf[i];
+    return s;
+}
+__attribute__((noinline)) static double fir(const double *x, int n) {
+    double y = 0;
+    for (int k = 0; k < n; k++) y += taps[k] * x[k];
+    return y;
+}
+double f(const double *a, const double *b, const double *h, const double *x, double g) {
+    register_chan(0, a, g);
+    register_chan(1, b, 2.0);
+    taps = h;
+    return render(3) + fir(x, 3) * fir(a, 3);
+}
+int main(void) {
+    double a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, h[3] = {0.5, -1, 0.25}, x[3] = {1, -2, 3};
+    double da[3] = {0}, db[3] = {0}, dh[3] = {0}, g = 1.5;
+    double fx = h[0] * x[0] + h[1] * x[1] + h[2] * x[2];
+    double fa = h[0] * a[0] + h[1] * a[1] + h[2] * a[2];
+    double dg = __enzyme_autodiff_d((void *)f, enzyme_dup, a, da, enzyme_dup, b, db,
+                                    enzyme_dup, h, dh, enzyme_const, x, enzyme_out, g);
+    double aa = 0;
+    for (int i = 0; i < 3; i++) aa += a[i] * a[i];
+    check("rev dg", dg, aa);
+    for (int i = 0; i < 3; i++) {
+        check("rev da", da[i], 2 * g * a[i] + fx * h[i]);
+        check("rev db", db[i], 4 * b[i]);
+        check("rev dh", dh[i], x[i] * fa + fx * a[i]);
+    }
+    double ta[3] = {1, 0, -1}, tb[3] = {0}, th[3] = {0, 1, 0}, tx[3] = {0};
+    double want = 2 * g * (a[0] - a[2]) + fx * (h[0] - h[2]) + x[1] * fa + fx * a[1];
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, a, ta, enzyme_dup, b, tb,
+                                    enzyme_dup, h, th, enzyme_dup, x, tx,
+                                    enzyme_const, g), want);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_dup_pointers_kept_in_globals_get_shadow_globals(tmp_path, opt):
+    run(tmp_path, GLOBAL_REGISTRY, opt)
+
+
+# The same global receiving an enzyme_const pointer: it gets no shadow; reading through
+# it reads constant data (derivative zero), as before.
+GLOBAL_CONST_POINTER = r"""
+static const double *params;
+__attribute__((noinline)) static double model(double t) { return params[0] * t + params[1] * t * t; }
+double f(const double *p, double t) { params = p; return model(t) * model(t); }
+int main(void) {
+    double p[2] = {0.5, -1.5}, t = 1.25;
+    double m = p[0] * t + p[1] * t * t;
+    check("rev", __enzyme_autodiff_d((void *)f, enzyme_const, p, enzyme_out, t),
+          2 * m * (p[0] + 2 * p[1] * t));
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_const, p, enzyme_dup, t, 1.0),
+          2 * m * (p[0] + 2 * p[1] * t));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_constant_pointer_kept_in_a_global_stays_constant(tmp_path, opt):
+    run(tmp_path, GLOBAL_CONST_POINTER, opt)
+
+
+# ... and both kinds of pointer stored into one global read back elsewhere: no single
+# shadow can serve, so a compile error where the pointer with a shadow is stored.
+GLOBAL_MIXED_POINTERS = r"""
+static const double *cur;
+static const double unit[2] = {1, 1};
+__attribute__((noinline)) static double use(void) { return cur[0] * cur[1]; }
+double f(const double *x, int k) {
+    double s = 0;
+    cur = unit; s += use();
+    if (k) { cur = x; s += use(); }
+    return s;
+}
+int main(void) {
+    double x[2] = {3, 5}, dx[2] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 1);
+    printf("%g %g\n", dx[0], dx[1]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_pointers_with_and_without_shadow_in_one_global_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, GLOBAL_MIXED_POINTERS, opt)
+    assert "stored into global 'cur'" in err and "gets no shadow" in err, err
+    assert "in function 'f'" in err, err

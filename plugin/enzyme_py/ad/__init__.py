@@ -400,7 +400,8 @@ def _round(module, options, log) -> None:
     ctx.entries = {f for f in ctx.entries
                    if not any(isinstance(u.user, Call) and u.user.callee is f for u in f.uses)}
     ctx.hooks = CallHooks(registry)
-    ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry)
+    ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry,
+                                         _entry_kinds(sites, clone_of))
     ctx.shadow_lanes = {}       # (global, lane >= 1) -> its shadow in vector forward mode
     fctx = ForwardContext(ctx, registry)
     plans = []
@@ -471,13 +472,29 @@ def _round(module, options, log) -> None:
             f"(no derivative code), {ctx.stats['locals']} local(s)/block(s) need no shadow")
 
 
-def _shadow_globals(module, functions, registry) -> dict:
-    """Shadow globals for the writable globals that hold active intermediates (see
-    analysis/globals.py): zero-initialised internal globals of the same type."""
+def _entry_kinds(sites, clone_of) -> dict:
+    """Parameter of a differentiated copy -> its bindings' kinds over the call sites."""
+    out: dict = {}
+    for s in sites:
+        fn = clone_of.get(s.fn)
+        if fn is None or s.mode == "batch":
+            continue
+        kinds = ["const"] * len(fn.args)
+        for b in s.bindings:
+            kinds[b.index] = b.kind
+        for arg, k in zip(fn.args, kinds):
+            out.setdefault(arg, set()).add(k)
+    return out
+
+
+def _shadow_globals(module, functions, registry, entry_kinds) -> dict:
+    """Shadow globals for the writable globals that hold active intermediates, or
+    pointers to them (see analysis/globals.py): zero-initialised internal globals of
+    the same type."""
     from ..analysis.globals import scratch_globals
     from ..ir.values import ZeroInit
     out = {}
-    for g in scratch_globals(functions, registry.inactive_globals):
+    for g in scratch_globals(functions, registry.inactive_globals, entry_kinds):
         out[g] = module.add_global(f"{g.name}.enzyme_shadow", g.value_type,
                                    ZeroInit(g.value_type), linkage="internal",
                                    align=g.align or 16)

@@ -18,7 +18,7 @@ from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import copy_body, passes_shadow, pointer_global_check, sync_text_objects
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
-                     unshadowed_atomic_error, unshadowed_store_error)
+                     check_pointer_escape, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
 from .libc import fill_shadow, shadowed_writes, written
@@ -303,6 +303,8 @@ class AugmentedForward:
                 and not (self.P in getattr(self.ctx, "entries", ())
                          and self.act.write_only_argument(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+        else:
+            check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst))
 
     def _shadow_block(self, size, align=None):
         """A zeroed shadow block of ``size`` bytes (at the emitter), aligned as the primal

@@ -60,6 +60,29 @@ def unshadowed_store_error(p, location) -> ADError:
                         "keep them in a local array")
 
 
+def check_pointer_escape(v, p, act, rctx, location) -> None:
+    """A pointer with a shadow (``v``) stored into a writable global without a shadow
+    global (``p`` points into it) that the differentiated code reads pointers from: a
+    function reading it back would read memory whose derivatives go nowhere
+    (analysis/globals.py says when such a global gets a shadow)."""
+    if not v.type.is_pointer or v not in act.shadowed:
+        return
+    from ..analysis.globals import global_base, pointer_read_back
+    g = global_base(p)
+    if g is None or g.is_constant or g.is_declaration:
+        return
+    memo = rctx.__dict__.setdefault("pointer_read_back", {})
+    if pointer_read_back(g, list(getattr(rctx, "clone_of", {}).values()), memo):
+        raise ADError(f"a pointer that carries derivatives is stored into global '{g.name}', "
+                      "which the differentiated code reads pointers back from, but which "
+                      "gets no shadow: another pointer stored there has none (an "
+                      "enzyme_const argument, constant data, a pointer loaded from memory)",
+                      location=location,
+                      hint="pass the memory to the functions that use it as an argument, or "
+                           "store only enzyme_dup pointers (or blocks the code allocates) "
+                           "into that global")
+
+
 def unshadowed_atomic_error(location) -> ADError:
     """An active value added atomically into memory that has no shadow (both modes)."""
     return ADError("an active value is added into memory that has no shadow (a global, or "

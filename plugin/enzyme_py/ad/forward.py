@@ -37,7 +37,8 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
-                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error)
+                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error,
+                     check_pointer_escape)
 from .kinds import check as check_kind, check_never
 from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
@@ -447,6 +448,8 @@ class ForwardGen:
             if self.P in getattr(self.ctx.rctx, "entries", ()) and act.write_only_argument(p):
                 return      # an enzyme_const output nothing here reads back
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+        else:
+            check_pointer_escape(v, p, act, self.ctx.rctx, self.ctx.err_loc(inst))
 
     def _atomic(self, inst, A):
         """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation

@@ -17,6 +17,17 @@ block's shadow.  Read before that store in a derivative call, it holds whatever 
 caller left there, which has no shadow: the derivative code stops with a message
 (``runtime.unset_shadow_check``).
 
+So does a pointer variable (or a pointer field of a global struct or array: a mixer's
+``static Chan chans[N]`` with a ``.buf`` each) into which the differentiated code stores
+pointers the call sites pass with ``enzyme_dup`` -- directly or through the parameters
+of the functions it calls (``register(0, a)`` storing ``chans[i].buf = b``): its shadow
+holds the caller's shadow, so a function that reads the pointer back later
+(``gp[0] * gp[1]`` in a callee LLVM does not inline) reads and accumulates derivatives
+there.  Where some pointer stored into such a global may have no shadow (an
+``enzyme_const`` argument, a pointer loaded from memory), the global gets none, and a
+pointer with a shadow stored into it is a compile error where the differentiated code
+reads the global back (``pointer_read_back``): its derivatives would be lost.
+
 A global that the differentiated code only reads (parameters set by the caller, tables)
 gets none: it is constant data for the derivative, as before.
 
@@ -29,14 +40,15 @@ shadow is shared by all threads.
 
 from __future__ import annotations
 
-from ..ir.instructions import AtomicRMW, Call, Ret, Store
+from ..ir.instructions import AtomicRMW, Call, Load, Ret, Store
 from ..ir.module import GlobalVariable
-from ..ir.values import ConstantExpr
+from ..ir.values import ConstantExpr, ConstantNull
 from .activity import floatish, has_pointer, underlying_object
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
-__all__ = ["global_base", "scratch_globals", "shadow_constant", "touches"]
+__all__ = ["global_base", "pointer_read_back", "scratch_globals", "shadow_constant",
+           "touches"]
 
 _MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
 
@@ -67,12 +79,17 @@ def _eligible(g, inactive, pointers=False) -> bool:
             and (pointers or not has_pointer(g.value_type)) and g.name not in inactive)
 
 
-def scratch_globals(functions, inactive=()) -> list:
+def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
     """The globals the ``functions`` store floating-point values into (in first-seen
     order), which get shadow globals -- by name, or through a pointer parameter of one
     of the functions that some call among them passes the global for (``static double
-    w[4]; fill(w, x);`` with ``fill`` not inlined)."""
+    w[4]; fill(w, x);`` with ``fill`` not inlined) -- and the pointer variables they
+    store blocks they allocate, or ``enzyme_dup`` pointers, into.  ``entry_kinds``:
+    parameter of a function the call sites differentiate -> the set of its bindings'
+    kinds ("dup", "const", ...) over those call sites."""
     passed = _globals_passed(functions)
+    origins = _pointer_origins(functions, entry_kinds or {})
+    stored: dict = {}   # pointer global -> whether every pointer stored there has a shadow
     out: dict = {}
     for fn in functions:
         for inst in fn.instructions():
@@ -83,20 +100,82 @@ def scratch_globals(functions, inactive=()) -> list:
                 gs = _bases(inst.operand(0), passed)
             elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
                 gs = [d for d in _bases(inst.args[0], passed) if floatish(d.value_type)]
-            elif isinstance(inst, Store) and inst.operand(0).type.is_pointer \
-                    and _fresh(inst.operand(0)):
-                # a pointer variable holding a block the code allocates (Numerical
-                # Recipes' file-scope `double **d` scratch): its shadow global holds
-                # the block's shadow
+            elif isinstance(inst, Store) and inst.operand(0).type.is_pointer:
                 g = global_base(inst.operand(1))
-                if g is not None and g.value_type.is_pointer and _eligible(g, inactive,
-                                                                           pointers=True):
+                if g is None or not _eligible(g, inactive, pointers=True):
+                    continue
+                v = inst.operand(0)
+                if _fresh(v) and g.value_type.is_pointer:
+                    # a pointer variable holding a block the code allocates (Numerical
+                    # Recipes' file-scope `double **d` scratch): its shadow global holds
+                    # the block's shadow
                     out[g] = True
+                elif not isinstance(v, ConstantNull):
+                    ok = all(_fresh(r) or (getattr(r, "is_argument", False)
+                                           and origins.get(r) == {"dup"})
+                             for r in _roots(v))
+                    stored[g] = stored.get(g, True) and ok
                 continue
             for g in gs:
                 if _eligible(g, inactive):
                     out[g] = True
+    for g, ok in stored.items():
+        if ok:
+            out[g] = True
     return list(out)
+
+
+def _pointer_origins(functions, entry_kinds) -> dict:
+    """Parameter of ``functions`` -> what the pointers passed for it come from: the
+    kinds of the call sites' bindings ("dup", "const") where it is a differentiated
+    function's own parameter, and "other" for any pointer passed by a call among
+    ``functions`` that is not one of their parameters nor a block they allocate, or
+    by a call from outside them."""
+    fns = set(functions)
+    edges = []
+    origins: dict = {}
+    for fn in functions:
+        for arg in fn.args:
+            if arg.type.is_pointer:
+                origins[arg] = set(entry_kinds.get(arg, ()))
+        for u in fn.uses:
+            c = u.user
+            if isinstance(c, Call) and c.called_function is fn \
+                    and c.parent is not None and c.parent.parent not in fns:
+                for arg in fn.args:
+                    origins.get(arg, set()).add("other")
+        for inst in fn.instructions():
+            callee = inst.called_function if isinstance(inst, Call) else None
+            if callee is None or callee not in fns:
+                continue
+            for arg, a in zip(callee.args, inst.args):
+                if not a.type.is_pointer:
+                    continue
+                for r in _roots(a):
+                    if getattr(r, "is_argument", False):
+                        edges.append((arg, r))
+                    elif not _fresh(r):
+                        origins.setdefault(arg, set()).add("other")
+    changed = True
+    while changed:
+        changed = False
+        for param, src in edges:
+            have = origins.setdefault(param, set())
+            new = origins.get(src, {"other"})
+            if not new <= have:
+                have |= new
+                changed = True
+    return origins
+
+
+def pointer_read_back(g, functions, memo: dict) -> bool:
+    """Whether any of ``functions`` loads a pointer from the global ``g``."""
+    got = memo.get(g)
+    if got is None:
+        got = memo[g] = any(isinstance(i, Load) and i.type.is_pointer
+                            and global_base(i.operand(0)) is g
+                            for fn in functions for i in fn.instructions())
+    return got
 
 
 def _fresh(v, calls=2) -> bool:
