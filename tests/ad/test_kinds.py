@@ -145,14 +145,33 @@ def test_va_arg_of_a_double_is_an_error():
 
 
 def test_pointer_through_integer_is_an_error():
+    """An address made of two pointers' addresses: no shadow follows it."""
     with pytest.raises(NoDerivativeError, match="inttoptr"):
-        _check_all("""define double @f(ptr %p) {
+        _check_all("""define double @f(ptr %p, ptr %r) {
   %i = ptrtoint ptr %p to i64
-  %j = and i64 %i, -8
+  %k = ptrtoint ptr %r to i64
+  %j = xor i64 %i, %k
   %q = inttoptr i64 %j to ptr
   %x = load double, ptr %q, align 8
   ret double %x
-}""", ["dup"])
+}""", ["dup", "dup"])
+
+
+def test_address_rounded_as_an_integer_is_shadowed():
+    """One pointer's address rounded to an alignment: the shadow's, rounded the same
+    way, is its shadow (analysis.activity.address_source)."""
+    act = _check_all("""define double @f(ptr %p, i64 %a) {
+  %i = ptrtoint ptr %p to i64
+  %m = sub i64 0, %a
+  %i2 = add i64 %i, 63
+  %j = and i64 %i2, %m
+  %q = inttoptr i64 %j to ptr
+  %x = load double, ptr %q, align 8
+  ret double %x
+}""", ["dup", "const"])
+    q = next(i for i in act.fn.instructions() if i.name == "q")
+    x = next(i for i in act.fn.instructions() if i.name == "x")
+    assert q in act.shadowed and x in act.active
 
 
 def test_fence_and_inactive_atomics_pass():

@@ -7,7 +7,7 @@ reverse sweep."""
 
 from __future__ import annotations
 
-from ..analysis.activity import floatish, pointer_aggregate
+from ..analysis.activity import address_source, floatish, pointer_aggregate
 from ..analysis.effects import call_effect, returns_text
 from ..ir import types as T
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, ExtractValue, GEP,
@@ -16,7 +16,8 @@ from ..ir.values import Argument, ConstantInt, ConstantNull, Poison, Undef, Zero
 from . import mpi
 from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
-from .emit import copy_body, passes_shadow, pointer_global_check, sync_text_objects
+from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_address,
+                   sync_text_objects)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      check_pointer_escape, unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -186,7 +187,12 @@ class AugmentedForward:
     def _aug_shadow_def(self, inst, A, pending_phis):
         gen = self.gen
         e, vmap = self.e, gen.vmap
-        if isinstance(inst, (GEP, Cast)):
+        if isinstance(inst, Cast) and inst.opcode == "inttoptr":
+            # an address rounded as an integer: the same on the shadow's (emit.py)
+            e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
+            S = shadow_address(e, inst, gen._sh_aug(address_source(inst), inst),
+                               lambda v: vmap[v] if v in vmap else v.clone())
+        elif isinstance(inst, (GEP, Cast)):
             S = A.clone({})
             S.metadata = []
             S.set_operand(0, gen._sh_aug(inst.operand(0), inst))

@@ -417,6 +417,47 @@ def pointer_global_check(module, load, shadow_globals):
     return unset_shadow_check(module, g)
 
 
+def shadow_address(e, inst, base_shadow, value_of):
+    """The shadow of ``inttoptr`` ``inst`` whose address is computed from one pointer's
+    (``analysis.activity.address_source``): the same integer operations, at ``e``, on the
+    address of ``base_shadow``; ``value_of`` gives the generated code's value of each
+    other operand (an integer that comes from no pointer).  An aligned block's shadow is
+    rounded the way the block is, inside a shadow block of the same size."""
+    from ..ir.instructions import BinaryOp, Cast
+    from ..analysis.activity import address_source
+    base = address_source(inst)
+    memo: dict = {}
+
+    def build(v):
+        if v in memo:
+            return memo[v]
+        if isinstance(v, Cast) and v.opcode in ("ptrtoint", "ptrtoaddr") \
+                and v.operand(0) is base:
+            got = e.cast(v.opcode, base_shadow, v.type)
+        elif isinstance(v, BinaryOp) and _on_address_path(v, base):
+            # (without nuw/nsw: the shadow's address is another number)
+            got = e.binop(v.opcode, build(v.operand(0)), build(v.operand(1)))
+        else:
+            got = value_of(v)
+        memo[v] = got
+        return got
+    return e.cast("inttoptr", build(inst.operand(0)), inst.type)
+
+
+def _on_address_path(v, base, limit=16) -> bool:
+    from ..ir.instructions import BinaryOp, Cast
+    work = [v]
+    while work and limit:
+        limit -= 1
+        x = work.pop()
+        if isinstance(x, Cast) and x.opcode in ("ptrtoint", "ptrtoaddr") \
+                and x.operand(0) is base:
+            return True
+        if isinstance(x, BinaryOp):
+            work.extend(x.operands)
+    return False
+
+
 def scratch_sink(module, fn):
     """A zeroed 64-byte scratch slot at the start of ``fn``: where an access through a
     pointer whose shadow is the primal memory goes instead (``Activity._own_merges``);

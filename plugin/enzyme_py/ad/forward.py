@@ -18,7 +18,7 @@ freed where the primal is freed.  No tape: the primal runs once.
 from __future__ import annotations
 
 from ..analysis.globals import global_base, read_only_twin, shadow_constant
-from ..analysis.activity import (Activity, floatish, has_pointer, pointer_aggregate,
+from ..analysis.activity import (Activity, address_source, floatish, has_pointer, pointer_aggregate,
                                  underlying_object)
 from ..analysis.effects import call_effect, returns_text
 from ..analysis.cfg import CFG
@@ -34,6 +34,7 @@ from .dispatch import forward_target, is_indirect
 from .kinds import visitor as _visitor
 from .sort import fwd_qsort
 from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_global_check,
+                   shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
@@ -332,6 +333,9 @@ class ForwardGen:
 
     def _shadow_clone(self, inst, A):
         """A GEP or cast on each shadow of its pointer operand."""
+        if isinstance(inst, Cast) and inst.opcode == "inttoptr":
+            base = address_source(inst)
+            return [shadow_address(self.e, inst, s, self.P_) for s in self.S(base, inst)]
         lanes = []
         for s in self.S(inst.operand(0), inst):
             c = A.clone({})

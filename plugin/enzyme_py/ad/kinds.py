@@ -148,7 +148,9 @@ def check(inst, act, where):
     if status == RULE or status == INACTIVE:
         from ..analysis.activity import code_pointer
         if isinstance(inst, I.Cast) and CAST_OPCODES.get(inst.opcode, ERROR) == ERROR \
-                and _int_cast_involved(inst, act) and not code_pointer(inst):
+                and inst not in act.shadowed and _int_cast_involved(inst, act) \
+                and not code_pointer(inst):
+            # (an address rounded as an integer is shadowed: activity.address_source)
             raise NoDerivativeError(
                 f"'{inst.opcode}' makes a pointer out of an integer that came from a pointer "
                 "with a shadow: the shadow cannot follow", location=where,

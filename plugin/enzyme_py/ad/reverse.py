@@ -633,7 +633,7 @@ class ReverseGen:
             if got is not None:
                 self.memo[key] = got
                 return got
-        if isinstance(p, (GEP, Cast)):
+        if isinstance(p, (GEP, Cast)) and p.opcode != "inttoptr":
             c = p.clone({})
             c.metadata, c.name, c.dbg_records = [], None, []
             c.set_operand(0, self.shadow(p.operand(0), b))

@@ -346,6 +346,8 @@ class Activity:
                     return "shadow" if _alloca_may_hold_float(i) else None
                 return "shadow" if st.floats or st.holds_shadowed(self) \
                     else None
+            if isinstance(i, Cast) and i.opcode == "inttoptr":
+                return "shadow" if address_source(i, self) in self.shadowed else None
             if isinstance(i, (GEP, Cast)):
                 return "shadow" if ops[0] in self.shadowed else None
             if isinstance(i, (Phi, Select)):
@@ -616,6 +618,59 @@ def struct_return_origin(p):
         if c is not None and not c.is_declaration:
             return c.name.removesuffix(".enzyme")
     return None
+
+
+# integer operations an address may go through between ptrtoint and inttoptr (rounding
+# it up to an alignment: ``(uintptr_t)raw + 63 & ~63``; an offset added)
+_ADDRESS_OPS = ("add", "sub", "and", "or", "xor")
+
+
+def address_source(inst, act=None, limit=16):
+    """For ``inttoptr`` of an integer computed from the address of one pointer ``p``
+    (``ptrtoint p``, as often as it is used) by additions, subtractions and bit masks
+    with integers that come from no pointer -- the aligned-allocation idiom
+    ``(double *)(((uintptr_t)raw + 63) & ~(uintptr_t)63)`` -- the ``p``; else None.
+    The same operations on the address of ``p``'s shadow give the shadow's pointer.
+    With ``act``, an integer loaded from shadowed memory that may hold pointers (an
+    XOR-linked list's links) is not "from no pointer"."""
+    if not (isinstance(inst, Cast) and inst.opcode == "inttoptr"):
+        return None
+    base = None
+    work, seen = [inst.operand(0)], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        limit -= 1
+        if limit < 0:
+            return None
+        if isinstance(v, Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
+            if base is not None and base is not v.operand(0):
+                return None
+            base = v.operand(0)
+        elif isinstance(v, BinaryOp) and v.opcode in _ADDRESS_OPS:
+            work.extend(v.operands)
+        elif not _address_free(v, act):
+            return None
+    return base
+
+
+def _address_free(v, act, limit=8) -> bool:
+    """Whether the integer ``v`` is computed without any pointer's address (a constant,
+    an argument, a loaded or computed integer)."""
+    walk = BoundedWalk(v, limit)
+    for x in walk:
+        if isinstance(x, Cast) and x.opcode in ("ptrtoint", "ptrtoaddr"):
+            return False
+        if isinstance(x, Load) and act is not None and x.operand(0) in act.shadowed \
+                and act.may_hold_shadowed_pointers(x.operand(0)):
+            return False
+        if isinstance(x, (BinaryOp, Cast, Select, Phi)) and x.is_instruction:
+            for o in x.operands:
+                if o.type.is_int:
+                    walk.add(o)
+    return not walk.exceeded
 
 
 def code_pointer(v, limit=16) -> bool:
