@@ -44,6 +44,7 @@ from ..ir.instructions import AtomicRMW, Call, Load, Ret, Store
 from ..ir.module import GlobalVariable
 from ..ir.values import ConstantExpr, ConstantNull
 from .activity import floatish, has_pointer, underlying_object
+from .effects import FREE_NAMES
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
@@ -169,13 +170,76 @@ def _pointer_origins(functions, entry_kinds) -> dict:
 
 
 def pointer_read_back(g, functions, memo: dict) -> bool:
-    """Whether any of ``functions`` loads a pointer from the global ``g``."""
+    """Whether any of ``functions`` loads a pointer from the global ``g`` through which
+    derivatives may be read or accumulated (not when only integers and text are read
+    through it: a parser's state with a position and a table of names)."""
     got = memo.get(g)
     if got is None:
         got = memo[g] = any(isinstance(i, Load) and i.type.is_pointer
-                            and global_base(i.operand(0)) is g
+                            and global_base(i.operand(0)) is g and _may_carry(i)
                             for fn in functions for i in fn.instructions())
     return got
+
+
+def _may_carry(p, depth=3) -> bool:
+    """Whether the code may read or write floating-point values through the pointer
+    ``p`` (or through pointers loaded through it, ``depth`` levels down); calls it is
+    passed to count, unless they only inspect text (``strlen``, ``strncmp``)."""
+    from ..ir.instructions import GEP, Cast, ICmp, Phi, Select
+    from ..ir.walk import BoundedWalk
+    from .types import carries_no_derivative
+    walk = BoundedWalk(p, 64)
+    for x in walk:
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, (GEP, Cast, Phi, Select)) and user.type.is_pointer \
+                    and not (isinstance(user, Select) and u.index == 0):
+                walk.add(user)
+            elif isinstance(user, Load):
+                if user.type.is_pointer:
+                    if depth == 0 or _may_carry(user, depth - 1):
+                        return True
+                elif not user.type.is_int:
+                    return True     # floating-point values (or vectors, structs)
+            elif isinstance(user, Store) and u.index == 1:
+                v = user.operand(0)
+                if not (v.type.is_int or v.type.is_pointer and (carries_no_derivative(v)
+                                                                or _text_block(v))):
+                    return True     # (a pointer to text stored: a table of names)
+            elif isinstance(user, Call):
+                if not _inspects_text(user):
+                    return True
+            elif not isinstance(user, ICmp):
+                return True     # stored as a value, returned, turned into an integer
+    return walk.exceeded
+
+
+def _inspects_text(call) -> bool:
+    """A call that only reads (``strlen``, ``strcmp``, ``printf``) or writes text
+    (``strcpy``, ``sprintf``: what it writes is a C string)."""
+    from .effects import call_effect
+    eff = call_effect(call.callee_name or "")
+    return eff is not None and (eff.kind == "inactive" or eff.kind == "writes" and all(
+        size[0] == "cstr" for _, size in eff.writes))
+
+
+def _text_block(v) -> bool:
+    """Whether ``v`` is a block allocated for text: its uses only write or read C
+    strings in it, store it, compare it or free it (a ``strdup`` written out)."""
+    from ..ir.instructions import ICmp
+    from .effects import call_effect
+    eff = call_effect(getattr(v, "callee_name", None) or "") if isinstance(v, Call) else None
+    if eff is None or eff.kind != "alloc":
+        return False
+    for u in v.uses:
+        user = u.user
+        if isinstance(user, Store) and u.index == 0 or isinstance(user, ICmp):
+            continue
+        if isinstance(user, Call) and (_inspects_text(user)
+                                       or (user.callee_name or "") in FREE_NAMES):
+            continue
+        return False
+    return True
 
 
 def _fresh(v, calls=2) -> bool:
