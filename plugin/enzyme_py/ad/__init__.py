@@ -116,6 +116,24 @@ def _sincos_as_intrinsic(copies) -> None:
             c.erase()
 
 
+def _refuse_foreign_block_addresses(clones) -> None:
+    """A copy whose instructions take block addresses (a computed goto's table, which
+    LLVM's optimisation puts into a phi: ``blockaddress(@run, %2)``) would jump to the
+    original's blocks, and LLVM cannot even read the module back (a numbered block of
+    a function defined earlier): the computed goto's compile error, before that."""
+    from ..ir.instructions import IndirectBr
+    from ..ir.values import BlockAddress
+    from . import kinds
+    from .errors import inst_location
+    for f, c in clones.items():
+        if c is f or not any(isinstance(o, BlockAddress)
+                             for i in c.instructions() for o in i.operands):
+            continue
+        for inst in c.instructions():
+            if isinstance(inst, IndirectBr):
+                kinds.check(inst, None, inst_location(inst, {c: f.name}))
+
+
 def _strip_fn_attrs(module, fn) -> None:
     """A private copy may be optimised and inlined: no ``optnone``/``noinline``, inline
     or in its attribute group (which is replaced by a copy without them), and no
@@ -333,6 +351,7 @@ def _round(module, options, log) -> None:
         c.prefix = ("internal " + c.prefix.replace("internal", "")).strip()
         _strip_fn_attrs(module, c)
         clones[f] = c
+    _refuse_foreign_block_addresses(clones)
     _math_calls_touch_no_memory(list(clones.values()))
     _sincos_as_intrinsic(list(clones.values()))
     for c in clones.values():

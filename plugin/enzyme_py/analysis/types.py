@@ -274,6 +274,9 @@ def _access(inst, ty, kinds):
     scalar_kinds(ty, kinds)
 
 
+_FLOAT_KINDS = frozenset({"double", "float", "float-other"})
+
+
 def carries_no_derivative(p) -> bool:
     """Whether no derivative can be read or accumulated through the pointer ``p``, so
     that the primal pointer may serve as its shadow: the memory behind it holds only
@@ -287,14 +290,19 @@ def carries_no_derivative(p) -> bool:
         return True     # a std::string's character buffer
     kinds = byte_kinds([p])
     if kinds == {"int"}:
-        return True
+        # the accesses seen through p and its copies say integers; where p is kept in
+        # memory, others read it back there (a C++ closure capturing a local that
+        # holds p, copied into a view): the byte-offset analysis, which follows
+        # pointers kept in memory, must not find floating-point values either
+        module = _module_of(p)
+        return module is None or not pointee_kinds(module, [p]) & _FLOAT_KINDS
     if not kinds:
         module = _module_of(p)
         if module is not None:
             from .typetree import MemoryTypes
             if MemoryTypes.of(module, [p]).is_code(p):
                 return True
-    if not kinds or kinds & {"double", "float", "float-other"}:
+    if not kinds or kinds & _FLOAT_KINDS:
         return False
     if isinstance(p, Argument):
         n = Attributes.parse(p.attrs).arg("dereferenceable")
