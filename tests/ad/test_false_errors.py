@@ -1509,3 +1509,100 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_parser_state_in_a_global_pointer(tmp_path, opt):
     run(tmp_path, PARSER_STATE, opt)
+
+
+# Round AD (probing the shadow globals above): the pointer stored through a pointer to
+# the global (a setter on a global object, `bind(&g_ctx, x)`), or into a function-local
+# static reached through an accessor: derivatives 0 at -O0 (and at -O2 where the setter
+# is not inlined).  A thread-local pointer variable gets no shadow global (one per
+# thread would be needed): storing an enzyme_dup pointer into it is now a compile error.
+GLOBAL_SETTERS = r"""
+struct ctx { double *p; int n; };
+static struct ctx g_ctx;
+__attribute__((noinline)) void ctx_bind(struct ctx *c, double *x, int n) { c->p = x; c->n = n; }
+__attribute__((noinline)) static double read_ctx(void) {
+    double s = 0;
+    for (int i = 0; i < g_ctx.n; i++) s += g_ctx.p[i] * g_ctx.p[i];
+    return s;
+}
+__attribute__((noinline)) static double **slot(void) { static double *p; return &p; }
+__attribute__((noinline)) static double read_slot(void) { return (*slot())[0] * 3; }
+double f(double *x, double *y) {
+    ctx_bind(&g_ctx, x, 2);
+    *slot() = y;
+    return read_ctx() * read_slot();
+}
+int main(void) {
+    double x[2] = {1.5, -2}, y[1] = {0.5}, dx[2] = {0}, dy[1] = {0};
+    double q = x[0] * x[0] + x[1] * x[1];
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy);
+    for (int i = 0; i < 2; i++) check("rev dx", dx[i], 2 * x[i] * 3 * y[0]);
+    check("rev dy", dy[0], 3 * q);
+    double tx[2] = {1, 0}, ty[1] = {1};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, tx, enzyme_dup, y, ty),
+          2 * x[0] * 3 * y[0] + 3 * q);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_pointers_stored_through_setters_and_accessors(tmp_path, opt):
+    run(tmp_path, GLOBAL_SETTERS, opt)
+
+
+THREAD_LOCAL_POINTER = r"""
+static _Thread_local double *tl_x;
+__attribute__((noinline)) static void bind(double *x) { tl_x = x; }
+__attribute__((noinline)) static double body(void) { return tl_x[0] * tl_x[0]; }
+double f(double *x) { bind(x); return body(); }
+int main(void) {
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("%g\n", dx);
+    return 0;
+}
+"""
+
+
+# ... and an address passed down or returned as an integer (a tagged pointer) and turned
+# back into a pointer there: the shadow cannot follow the integer (derivatives were 0).
+TAGGED_ARGUMENT = r"""
+#include <stdint.h>
+__attribute__((noinline)) static double sumsq(uintptr_t tagged) {
+    double *p = (double *)(tagged & ~(uintptr_t)1);
+    return p[0] * p[0];
+}
+double f(double *x) { return sumsq((uintptr_t)x | 1); }
+int main(void) {
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("%g\n", dx);
+    return 0;
+}
+"""
+
+TAGGED_RESULT = r"""
+#include <stdint.h>
+__attribute__((noinline)) static uintptr_t tag(double *p) { return (uintptr_t)p | 1; }
+double f(double *x) {
+    double *p = (double *)(tag(x) & ~(uintptr_t)1);
+    return p[0] * p[0];
+}
+int main(void) {
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("%g\n", dx);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_thread_local_pointers_and_integer_addresses_across_calls_are_errors(tmp_path, opt):
+    err = build_error(tmp_path, THREAD_LOCAL_POINTER, opt)
+    assert "stored into global 'tl_x'" in err and "thread-local" in err, err
+    err = build_error(tmp_path, TAGGED_ARGUMENT, opt)
+    assert "passed as an integer to 'sumsq'" in err, err
+    err = build_error(tmp_path, TAGGED_RESULT, opt)
+    assert "inttoptr" in err, err

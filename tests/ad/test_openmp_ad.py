@@ -911,3 +911,40 @@ def test_combined_adjoint_additions(tmp_path, opt):
     differences; the gradients agree across thread counts to rounding."""
     runs = _run_threads(tmp_path, COMBINED, opt)
     _same_across_threads(runs, {"dx", "dp", "da"})
+
+
+# Round AD: the region reads its input and output through global pointers a setter
+# bound to enzyme_dup arguments; the function holding the region has only an integer
+# argument, so its call looked inactive (the outlined body the runtime calls was not
+# followed when asking whether a call touches a shadow global): every derivative 0.
+GLOBAL_POINTERS = r"""
+#include <omp.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+static double *g_u, *g_out;
+__attribute__((noinline)) static void set(double *u, double *out) { g_u = u; g_out = out; }
+__attribute__((noinline)) static void sq(int n) {
+    #pragma omp parallel for
+    for (int i = 0; i < n; i++) g_out[i] = g_u[i] * g_u[i] * (i + 1);
+}
+void f(double *u, double *out, int n) { set(u, out); sq(n); }
+int main(void) {
+    double u[6] = {1, 2, 3, 4, -1, 0.5}, du[6] = {0}, out[6], dout[6] = {1, 1, 1, 1, 1, 1};
+    __enzyme_autodiff((void *)f, enzyme_dup, u, du, enzyme_dup, out, dout, enzyme_const, 6);
+    printf("threads %d\n", omp_get_max_threads());
+    printf("du");
+    for (int i = 0; i < 6; i++) {
+        printf(" %.17g", du[i]);
+        if (du[i] != 2 * u[i] * (i + 1)) printf("\nFAIL du[%d] %g\n", i, du[i]);
+    }
+    printf("\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_region_reading_global_pointers(tmp_path, opt):
+    runs = _run_threads(tmp_path, GLOBAL_POINTERS, opt)
+    _same_across_threads(runs, {"du"})

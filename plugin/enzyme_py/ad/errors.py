@@ -67,17 +67,20 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
     (analysis/globals.py says when such a global gets a shadow)."""
     if not v.type.is_pointer or v not in act.shadowed:
         return
-    from ..analysis.globals import global_base, pointer_read_back
-    g = global_base(p)
-    if g is None or g.is_constant or g.is_declaration:
-        return
+    from ..analysis.globals import kept_in_globals, pointer_read_back
     memo = rctx.__dict__.setdefault("pointer_read_back", {})
-    if pointer_read_back(g, list(getattr(rctx, "clone_of", {}).values()), memo):
+    functions = list(getattr(rctx, "clone_of", {}).values())
+    for g in kept_in_globals(p, functions, memo):
+        if g in getattr(rctx, "shadow_globals", {}) or not pointer_read_back(g, functions,
+                                                                              memo):
+            continue
+        why = ("a thread-local variable (each thread's would need its own shadow)"
+               if "thread_local" in (g.prefix or "") else
+               "another pointer stored there has none (an enzyme_const argument, "
+               "constant data, a pointer loaded from memory)")
         raise ADError(f"a pointer that carries derivatives is stored into global '{g.name}', "
                       "which the differentiated code reads pointers back from, but which "
-                      "gets no shadow: another pointer stored there has none (an "
-                      "enzyme_const argument, constant data, a pointer loaded from memory)",
-                      location=location,
+                      f"gets no shadow: {why}", location=location,
                       hint="pass the memory to the functions that use it as an argument, or "
                            "store only enzyme_dup pointers (or blocks the code allocates) "
                            "into that global")

@@ -133,6 +133,7 @@ def check(inst, act, where):
     status, reason = _status(inst)
     if isinstance(inst, I.Call):
         _check_float_bits_crossing(inst, act, where)
+        _check_address_crossing(inst, act, where)
     if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW, I.Store)):
         return
     if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act) \
@@ -148,7 +149,8 @@ def check(inst, act, where):
     if status == RULE or status == INACTIVE:
         from ..analysis.activity import code_pointer
         if isinstance(inst, I.Cast) and CAST_OPCODES.get(inst.opcode, ERROR) == ERROR \
-                and inst not in act.shadowed and _int_cast_involved(inst, act) \
+                and inst not in act.shadowed and (_int_cast_involved(inst, act)
+                                                  or _returned_address(inst, act)) \
                 and not code_pointer(inst):
             # (an address rounded as an integer is shadowed: activity.address_source)
             raise NoDerivativeError(
@@ -401,6 +403,113 @@ def _holds_a_float(module, p, size, exclude) -> bool:
         for off in range(0, size - n + 1, n):
             if types.kinds(p, off, n, exclude) == {kind}:
                 return True
+    return False
+
+
+def _from_shadowed_address(v, act, limit=32) -> bool:
+    """Whether the integer ``v`` is computed from the address of a pointer that has a
+    shadow (``ptrtoint``, through integer arithmetic)."""
+    work, seen = [v], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
+            if v.operand(0) in act.shadowed:
+                return True
+        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
+            work.extend(v.operands)
+    return False
+
+
+def _made_pointer(param, depth=2, limit=32) -> bool:
+    """Whether the integer parameter ``param`` is turned back into a pointer in its
+    function (``inttoptr``, through integer arithmetic) or in a defined function it is
+    passed to (``depth`` calls down)."""
+    work, seen = [param], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, I.Cast) and user.opcode == "inttoptr":
+                return True
+            if isinstance(user, (I.BinaryOp, I.Phi, I.Select, I.Freeze)) or \
+                    isinstance(user, I.Cast) and user.type.is_int:
+                work.append(user)
+            elif isinstance(user, I.Call) and depth and u.index < len(user.args):
+                callee = user.called_function
+                if callee is not None and not callee.is_declaration \
+                        and u.index < len(callee.args) \
+                        and _made_pointer(callee.args[u.index], depth - 1):
+                    return True
+    return False
+
+
+def _check_address_crossing(call, act, where) -> None:
+    """A pointer's address passed as an integer (a tagged pointer, ``uintptr_t``) to a
+    defined function that turns it back into a pointer: the pointer's shadow cannot
+    follow the integer, and derivatives read through it there would be lost."""
+    callee = call.called_function
+    if callee is None or callee.is_declaration:
+        return
+    for k, a in enumerate(call.args):
+        if k < len(callee.args) and a.type.is_int and _from_shadowed_address(a, act) \
+                and _made_pointer(callee.args[k]):
+            raise NoDerivativeError(
+                f"the address of a pointer with a shadow is passed as an integer to "
+                f"'{callee.name.removesuffix('.enzyme')}', which turns it back into a "
+                "pointer: the shadow cannot "
+                "follow", location=where() if callable(where) else where,
+                hint="pass the pointer as a pointer (tag it in a separate integer)")
+
+
+def _returned_address(inst, act, limit=32) -> bool:
+    """For ``inttoptr``: whether its integer is (computed from) the result of a defined
+    function returning an address made from one of its pointer parameters, for which
+    this call passes a pointer with a shadow."""
+    work, seen = [inst.operand(0)], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, I.Call):
+            callee = v.called_function
+            if callee is None or callee.is_declaration:
+                continue
+            for b in callee.blocks:
+                t = b.terminator
+                if isinstance(t, I.Ret) and t.value is not None:
+                    for k, param in enumerate(callee.args):
+                        if k < len(v.args) and v.args[k] in act.shadowed \
+                                and _address_of(t.value, param):
+                            return True
+        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
+            work.extend(v.operands)
+    return False
+
+
+def _address_of(v, param, limit=32) -> bool:
+    work, seen = [v], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
+            from ..analysis.activity import underlying_object
+            if underlying_object(v.operand(0)) is param:
+                return True
+        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
+            work.extend(v.operands)
     return False
 
 

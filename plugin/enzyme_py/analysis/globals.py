@@ -41,15 +41,15 @@ shadow is shared by all threads.
 from __future__ import annotations
 
 from ..ir.instructions import AtomicRMW, Call, Load, Ret, Store
-from ..ir.module import GlobalVariable
+from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantExpr, ConstantNull
 from .activity import floatish, has_pointer, underlying_object
 from .effects import FREE_NAMES
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
-__all__ = ["global_base", "pointer_read_back", "scratch_globals", "shadow_constant",
-           "touches"]
+__all__ = ["global_base", "kept_in_globals", "may_access_floats", "pointer_read_back",
+           "scratch_globals", "shadow_constant", "touches"]
 
 _MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
 
@@ -102,20 +102,22 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
             elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
                 gs = [d for d in _bases(inst.args[0], passed) if floatish(d.value_type)]
             elif isinstance(inst, Store) and inst.operand(0).type.is_pointer:
-                g = global_base(inst.operand(1))
-                if g is None or not _eligible(g, inactive, pointers=True):
-                    continue
                 v = inst.operand(0)
-                if _fresh(v) and g.value_type.is_pointer:
-                    # a pointer variable holding a block the code allocates (Numerical
-                    # Recipes' file-scope `double **d` scratch): its shadow global holds
-                    # the block's shadow
-                    out[g] = True
-                elif not isinstance(v, ConstantNull):
-                    ok = all(_fresh(r) or (getattr(r, "is_argument", False)
-                                           and origins.get(r) == {"dup"})
-                             for r in _roots(v))
-                    stored[g] = stored.get(g, True) and ok
+                # by name, or through a pointer to it a caller passes (a setter on a
+                # global object: `bind(&g_ctx, x)` storing `c->p = x`)
+                for g in _bases(inst.operand(1), passed):
+                    if not _eligible(g, inactive, pointers=True):
+                        continue
+                    if _fresh(v) and g.value_type.is_pointer:
+                        # a pointer variable holding a block the code allocates
+                        # (Numerical Recipes' file-scope `double **d` scratch): its
+                        # shadow global holds the block's shadow
+                        out[g] = True
+                    elif not isinstance(v, ConstantNull):
+                        ok = all(_fresh(r) or (getattr(r, "is_argument", False)
+                                               and origins.get(r) == {"dup"})
+                                 for r in _roots(v))
+                        stored[g] = stored.get(g, True) and ok
                 continue
             for g in gs:
                 if _eligible(g, inactive):
@@ -169,19 +171,46 @@ def _pointer_origins(functions, entry_kinds) -> dict:
     return origins
 
 
+def kept_in_globals(ptr, functions, memo: dict) -> list:
+    """The writable globals the address ``ptr`` may point into: by name, through a
+    parameter some call among ``functions`` passes a global for, through a function
+    returning a pointer into one (a singleton's accessor), or a thread-local one
+    (``llvm.threadlocal.address``)."""
+    passed = memo.get("passed")
+    if passed is None:
+        passed = memo["passed"] = _globals_passed(functions)
+    out = []
+    for r in _roots(ptr):
+        if isinstance(r, Call) and (r.callee_name or "").startswith(_TLS_ADDRESS):
+            r = r.args[0]
+        g = global_base(r, 2)
+        if g is not None:
+            out.append(g)
+        elif getattr(r, "is_argument", False):
+            out.extend(passed.get(r, ()))
+    return [g for g in out if not g.is_constant and not g.is_declaration]
+
+
+_TLS_ADDRESS = "llvm.threadlocal.address"
+
+
 def pointer_read_back(g, functions, memo: dict) -> bool:
     """Whether any of ``functions`` loads a pointer from the global ``g`` through which
     derivatives may be read or accumulated (not when only integers and text are read
     through it: a parser's state with a position and a table of names)."""
-    got = memo.get(g)
-    if got is None:
-        got = memo[g] = any(isinstance(i, Load) and i.type.is_pointer
-                            and global_base(i.operand(0)) is g and _may_carry(i)
-                            for fn in functions for i in fn.instructions())
-    return got
+    reads = memo.get("reads")
+    if reads is None:
+        reads = memo["reads"] = set()
+        for fn in functions:
+            for i in fn.instructions():
+                if isinstance(i, Load) and i.type.is_pointer:
+                    found = kept_in_globals(i.operand(0), functions, memo)
+                    if found and may_access_floats(i):
+                        reads.update(found)
+    return g in reads
 
 
-def _may_carry(p, depth=3) -> bool:
+def may_access_floats(p, depth=3) -> bool:
     """Whether the code may read or write floating-point values through the pointer
     ``p`` (or through pointers loaded through it, ``depth`` levels down); calls it is
     passed to count, unless they only inspect text (``strlen``, ``strncmp``)."""
@@ -197,7 +226,7 @@ def _may_carry(p, depth=3) -> bool:
                 walk.add(user)
             elif isinstance(user, Load):
                 if user.type.is_pointer:
-                    if depth == 0 or _may_carry(user, depth - 1):
+                    if depth == 0 or may_access_floats(user, depth - 1):
                         return True
                 elif not user.type.is_int:
                     return True     # floating-point values (or vectors, structs)
@@ -378,6 +407,10 @@ def touches(fn, shadows, memo: dict) -> bool:
                 elif is_indirect(inst):
                     # a function pointer or a vtable: whatever it may reach
                     reached = indirect_targets(f.parent, inst)
+                elif (inst.callee_name or "").startswith("__kmpc_fork_call"):
+                    # an OpenMP parallel region: the outlined body the runtime calls
+                    reached = [a for a in inst.args if isinstance(a, Function)
+                               and not a.is_declaration]
                 else:
                     reached = []
                 for c in reached:
