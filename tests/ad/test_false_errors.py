@@ -1606,3 +1606,44 @@ def test_thread_local_pointers_and_integer_addresses_across_calls_are_errors(tmp
     assert "passed as an integer to 'sumsq'" in err, err
     err = build_error(tmp_path, TAGGED_RESULT, opt)
     assert "inttoptr" in err, err
+
+
+# Round AD: a bump allocator aligning with integer arithmetic and checking the arena's
+# end picks its result with a select between two addresses of the same block; optimised
+# (the arena's top in a register) that select is followed like the arithmetic.  (At -O0
+# the top lives in memory as an integer, passed by address: still refused.)
+BUMP_ARENA = r"""
+#include <stdint.h>
+static void *bump(uintptr_t *top, uintptr_t end, size_t n) {
+    uintptr_t p = (*top + 15) & ~(uintptr_t)15;
+    if (p + n > end) return NULL;
+    *top = p + n;
+    return (void *)p;
+}
+double f(const double *x, int n) {
+    char *mem = malloc(1024);
+    uintptr_t top = (uintptr_t)mem;
+    double *y = bump(&top, (uintptr_t)mem + 1024, n * sizeof(double));
+    double *z = bump(&top, (uintptr_t)mem + 1024, n * sizeof(double));
+    if (!y || !z) abort();
+    double s = 0;
+    for (int i = 0; i < n; i++) { y[i] = x[i] * x[i]; z[i] = y[i] * x[i]; }
+    for (int i = 0; i < n; i++) s += z[i] + y[i];
+    free(mem);
+    return s;
+}
+int main(void) {
+    double x[3] = {0.5, -2, 1.5}, dx[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("rev", dx[i], 3 * x[i] * x[i] + 2 * x[i]);
+    double v[3] = {0, 1, 0};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, 3),
+          3 * x[1] * x[1] + 2 * x[1]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O2"])
+def test_bump_allocator_aligning_with_integers(tmp_path, opt):
+    run(tmp_path, BUMP_ARENA, opt)

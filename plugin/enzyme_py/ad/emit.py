@@ -423,7 +423,7 @@ def shadow_address(e, inst, base_shadow, value_of):
     address of ``base_shadow``; ``value_of`` gives the generated code's value of each
     other operand (an integer that comes from no pointer).  An aligned block's shadow is
     rounded the way the block is, inside a shadow block of the same size."""
-    from ..ir.instructions import BinaryOp, Cast
+    from ..ir.instructions import BinaryOp, Cast, Select
     from ..analysis.activity import address_source
     base = address_source(inst)
     memo: dict = {}
@@ -437,6 +437,8 @@ def shadow_address(e, inst, base_shadow, value_of):
         elif isinstance(v, BinaryOp) and _on_address_path(v, base):
             # (without nuw/nsw: the shadow's address is another number)
             got = e.binop(v.opcode, build(v.operand(0)), build(v.operand(1)))
+        elif isinstance(v, Select) and _on_address_path(v, base):
+            got = e.select(value_of(v.operand(0)), build(v.operand(1)), build(v.operand(2)))
         else:
             got = value_of(v)
         memo[v] = got
@@ -445,7 +447,7 @@ def shadow_address(e, inst, base_shadow, value_of):
 
 
 def _on_address_path(v, base, limit=16) -> bool:
-    from ..ir.instructions import BinaryOp, Cast
+    from ..ir.instructions import BinaryOp, Cast, Select
     work = [v]
     while work and limit:
         limit -= 1
@@ -455,6 +457,8 @@ def _on_address_path(v, base, limit=16) -> bool:
             return True
         if isinstance(x, BinaryOp):
             work.extend(x.operands)
+        elif isinstance(x, Select):
+            work.extend(x.operands[1:])
     return False
 
 

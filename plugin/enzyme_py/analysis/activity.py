@@ -627,8 +627,8 @@ _ADDRESS_OPS = ("add", "sub", "and", "or", "xor")
 
 def address_source(inst, act=None, limit=16):
     """For ``inttoptr`` of an integer computed from the address of one pointer ``p``
-    (``ptrtoint p``, as often as it is used) by additions, subtractions and bit masks
-    with integers that come from no pointer -- the aligned-allocation idiom
+    (``ptrtoint p``, as often as it is used) by additions, subtractions, bit masks and
+    selects with integers that come from no pointer -- the aligned-allocation idiom
     ``(double *)(((uintptr_t)raw + 63) & ~(uintptr_t)63)`` -- the ``p``; else None.
     The same operations on the address of ``p``'s shadow give the shadow's pointer.
     With ``act``, an integer loaded from shadowed memory that may hold pointers (an
@@ -651,6 +651,10 @@ def address_source(inst, act=None, limit=16):
             base = v.operand(0)
         elif isinstance(v, BinaryOp) and v.opcode in _ADDRESS_OPS:
             work.extend(v.operands)
+        elif isinstance(v, Select) and v.type.is_int:
+            # a choice between two addresses of the same block (a bump allocator's
+            # old and advanced top); the condition comes along as it is
+            work.extend(v.operands[1:])
         elif not _address_free(v, act):
             return None
     return base

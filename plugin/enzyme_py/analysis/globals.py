@@ -254,7 +254,8 @@ def _inspects_text(call) -> bool:
 
 def _text_block(v) -> bool:
     """Whether ``v`` is a block allocated for text: its uses only write or read C
-    strings in it, store it, compare it or free it (a ``strdup`` written out)."""
+    strings (or integers: "z" stored as an ``i16`` once optimised) in it, store it,
+    compare it or free it (a ``strdup`` written out)."""
     from ..ir.instructions import ICmp
     from .effects import call_effect
     eff = call_effect(getattr(v, "callee_name", None) or "") if isinstance(v, Call) else None
@@ -262,7 +263,8 @@ def _text_block(v) -> bool:
         return False
     for u in v.uses:
         user = u.user
-        if isinstance(user, Store) and u.index == 0 or isinstance(user, ICmp):
+        if isinstance(user, Store) and (u.index == 0 or user.operand(0).type.is_int) \
+                or isinstance(user, ICmp):
             continue
         if isinstance(user, Call) and (_inspects_text(user)
                                        or (user.callee_name or "") in FREE_NAMES):
