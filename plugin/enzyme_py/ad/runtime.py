@@ -615,9 +615,11 @@ def unset_shadow_check(module, g):
     if fn is not None:
         return fn
     msg = (f"enzyme: the pointer in global '{g.name}' was read by the derivative before "
-           "the differentiated code stored a block it allocates there: the memory the "
-           "program left in it has no shadow (set the global inside the differentiated "
-           "function, or pass that memory as an argument with enzyme_dup); aborting\n")
+           "the differentiated code stored a pointer with a shadow there (a block it "
+           "allocates, or an enzyme_dup argument): what was left in it before this "
+           "derivative call, by the program or an earlier derivative call, has no shadow "
+           "(set the global inside the differentiated function, or pass that memory as "
+           "an argument with enzyme_dup); aborting\n")
     fn = module.add_function(name, T.FunctionType(T.void, [T.ptr, T.ptr]),
                              linkage="internal", fn_attrs="noinline nounwind")
     s, p = fn.args
