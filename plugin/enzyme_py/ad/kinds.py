@@ -21,6 +21,7 @@ ones have rules in ``rules.BINARY``), ``CAST_OPCODES`` and ``ATOMIC_OPERATIONS``
 from __future__ import annotations
 
 from ..ir import instructions as I
+from ..ir.walk import BoundedWalk
 from .errors import NoDerivativeError
 
 __all__ = ["INSTRUCTIONS", "BINARY_OPCODES", "CAST_OPCODES", "ATOMIC_OPERATIONS", "check",
@@ -406,42 +407,40 @@ def _holds_a_float(module, p, size, exclude) -> bool:
     return False
 
 
-def _from_shadowed_address(v, act, limit=32) -> bool:
-    """Whether the integer ``v`` is computed from the address of a pointer that has a
-    shadow (``ptrtoint``, through integer arithmetic)."""
-    work, seen = [v], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
-            if v.operand(0) in act.shadowed:
-                return True
-        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
-            work.extend(v.operands)
-    return False
+_INT_ARITHMETIC = (I.BinaryOp, I.Phi, I.Select, I.Freeze)
+
+
+def _int_sources(v, limit=32):
+    """The values the integer ``v`` is computed from through integer arithmetic
+    (phis, selects, freezes included): the leaves of that computation."""
+    walk = BoundedWalk(v, limit)
+    for x in walk:
+        if isinstance(x, _INT_ARITHMETIC):
+            walk.add(*x.operands)
+        else:
+            yield x
+
+
+def _address_of_any(v, pointers) -> bool:
+    """Whether the integer ``v`` is computed from the address (``ptrtoint``) of a pointer
+    that ``pointers(p)`` accepts."""
+    return any(isinstance(x, I.Cast) and x.opcode in ("ptrtoint", "ptrtoaddr")
+               and pointers(x.operand(0)) for x in _int_sources(v))
 
 
 def _made_pointer(param, depth=2, limit=32) -> bool:
     """Whether the integer parameter ``param`` is turned back into a pointer in its
     function (``inttoptr``, through integer arithmetic) or in a defined function it is
     passed to (``depth`` calls down)."""
-    work, seen = [param], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
+    walk = BoundedWalk(param, limit)
+    for v in walk:
         for u in v.uses:
             user = u.user
             if isinstance(user, I.Cast) and user.opcode == "inttoptr":
                 return True
-            if isinstance(user, (I.BinaryOp, I.Phi, I.Select, I.Freeze)) or \
+            if isinstance(user, _INT_ARITHMETIC) or \
                     isinstance(user, I.Cast) and user.type.is_int:
-                work.append(user)
+                walk.add(user)
             elif isinstance(user, I.Call) and depth and u.index < len(user.args):
                 callee = user.called_function
                 if callee is not None and not callee.is_declaration \
@@ -459,72 +458,42 @@ def _check_address_crossing(call, act, where) -> None:
     if callee is None or callee.is_declaration:
         return
     for k, a in enumerate(call.args):
-        if k < len(callee.args) and a.type.is_int and _from_shadowed_address(a, act) \
+        if k < len(callee.args) and a.type.is_int \
+                and _address_of_any(a, lambda p: p in act.shadowed) \
                 and _made_pointer(callee.args[k]):
             raise NoDerivativeError(
-                f"the address of a pointer with a shadow is passed as an integer to "
+                "the address of a pointer with a shadow is passed as an integer to "
                 f"'{callee.name.removesuffix('.enzyme')}', which turns it back into a "
-                "pointer: the shadow cannot "
-                "follow", location=where() if callable(where) else where,
+                "pointer: the shadow cannot follow",
+                location=where() if callable(where) else where,
                 hint="pass the pointer as a pointer (tag it in a separate integer)")
 
 
-def _returned_address(inst, act, limit=32) -> bool:
+def _returned_address(inst, act) -> bool:
     """For ``inttoptr``: whether its integer is (computed from) the result of a defined
     function returning an address made from one of its pointer parameters, for which
     this call passes a pointer with a shadow."""
-    work, seen = [inst.operand(0)], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
+    from ..analysis.activity import underlying_object
+    for v in _int_sources(inst.operand(0)):
+        callee = v.called_function if isinstance(v, I.Call) else None
+        if callee is None or callee.is_declaration:
             continue
-        seen.add(v)
-        if isinstance(v, I.Call):
-            callee = v.called_function
-            if callee is None or callee.is_declaration:
-                continue
-            for b in callee.blocks:
-                t = b.terminator
-                if isinstance(t, I.Ret) and t.value is not None:
-                    for k, param in enumerate(callee.args):
-                        if k < len(v.args) and v.args[k] in act.shadowed \
-                                and _address_of(t.value, param):
-                            return True
-        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
-            work.extend(v.operands)
+        for b in callee.blocks:
+            t = b.terminator
+            if isinstance(t, I.Ret) and t.value is not None:
+                for k, param in enumerate(callee.args):
+                    if k < len(v.args) and v.args[k] in act.shadowed and _address_of_any(
+                            t.value, lambda p, param=param: underlying_object(p) is param):
+                        return True
     return False
 
 
-def _address_of(v, param, limit=32) -> bool:
-    work, seen = [v], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
-            from ..analysis.activity import underlying_object
-            if underlying_object(v.operand(0)) is param:
-                return True
-        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
-            work.extend(v.operands)
-    return False
-
-
-def _int_cast_involved(inst, act, limit=32) -> bool:
+def _int_cast_involved(inst, act) -> bool:
     """Whether the integer operand of an ``inttoptr`` is computed from a pointer that has
     a shadow (through integer arithmetic), or from an integer loaded out of memory that
     may hold such pointers (a load only turned into a pointer, typed_copies makes a
     pointer load: this is what is left)."""
-    work, seen = [inst.operand(0)], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
+    for v in _int_sources(inst.operand(0)):
         if isinstance(v, I.Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
             if v.operand(0) in act.shadowed:
                 return True
@@ -532,6 +501,4 @@ def _int_cast_involved(inst, act, limit=32) -> bool:
             p = v.operand(0)
             if p in act.shadowed and act.may_hold_shadowed_pointers(p):
                 return True
-        elif isinstance(v, (I.BinaryOp, I.Phi, I.Select, I.Freeze)):
-            work.extend(v.operands)
     return False

@@ -147,18 +147,11 @@ def _pointer_origins(functions, entry_kinds) -> dict:
                     and c.parent is not None and c.parent.parent not in fns:
                 for arg in fn.args:
                     origins.get(arg, set()).add("other")
-        for inst in fn.instructions():
-            callee = inst.called_function if isinstance(inst, Call) else None
-            if callee is None or callee not in fns:
-                continue
-            for arg, a in zip(callee.args, inst.args):
-                if not a.type.is_pointer:
-                    continue
-                for r in _roots(a):
-                    if getattr(r, "is_argument", False):
-                        edges.append((arg, r))
-                    elif not _fresh(r):
-                        origins.setdefault(arg, set()).add("other")
+    for arg, r in _passed_roots(functions):
+        if getattr(r, "is_argument", False):
+            edges.append((arg, r))
+        elif not _fresh(r):
+            origins.setdefault(arg, set()).add("other")
     changed = True
     while changed:
         changed = False
@@ -179,16 +172,8 @@ def kept_in_globals(ptr, functions, memo: dict) -> list:
     passed = memo.get("passed")
     if passed is None:
         passed = memo["passed"] = _globals_passed(functions)
-    out = []
-    for r in _roots(ptr):
-        if isinstance(r, Call) and (r.callee_name or "").startswith(_TLS_ADDRESS):
-            r = r.args[0]
-        g = global_base(r, 2)
-        if g is not None:
-            out.append(g)
-        elif getattr(r, "is_argument", False):
-            out.extend(passed.get(r, ()))
-    return [g for g in out if not g.is_constant and not g.is_declaration]
+    return [g for g in _bases(ptr, passed, tls=True)
+            if not g.is_constant and not g.is_declaration]
 
 
 _TLS_ADDRESS = "llvm.threadlocal.address"
@@ -292,12 +277,15 @@ def _fresh(v, calls=2) -> bool:
     return bool(rets) and all(_fresh(r, calls - 1) for r in rets)
 
 
-def _bases(ptr, passed):
+def _bases(ptr, passed, tls=False):
     """The globals ``ptr`` may point into: its own, those of the pointers a phi or select
     chooses between (ping-pong buffers swapped each time step), and those passed for the
-    parameter it is based on."""
+    parameter it is based on; with ``tls``, thread-local ones too (reached through
+    ``llvm.threadlocal.address``)."""
     out = []
     for r in _roots(ptr):
+        if tls and isinstance(r, Call) and (r.callee_name or "").startswith(_TLS_ADDRESS):
+            r = r.args[0]
         g = global_base(r, 2)
         if g is not None:
             out.append(g)
@@ -306,24 +294,30 @@ def _bases(ptr, passed):
     return out
 
 
-def _globals_passed(functions) -> dict:
-    """Parameter -> the globals that direct calls among ``functions`` pass for it
-    (through the callers' own parameters, to a fixed point)."""
+def _passed_roots(functions):
+    """(parameter, root of the pointer passed for it) for each pointer argument of the
+    direct calls among ``functions`` (roots: through GEPs, casts, phis, selects)."""
     fns = set(functions)
-    edges = []       # (parameter, global or the caller's parameter passed for it)
     for fn in functions:
         for inst in fn.instructions():
             callee = inst.called_function if isinstance(inst, Call) else None
             if callee is None or callee not in fns:
                 continue
             for arg, a in zip(callee.args, inst.args):
-                if not a.type.is_pointer:
-                    continue
-                # a global (directly or through a phi), or the caller's own parameter
-                for r in _roots(a):
-                    g = global_base(r, 2)
-                    if g is not None or getattr(r, "is_argument", False):
-                        edges.append((arg, g if g is not None else r))
+                if a.type.is_pointer:
+                    for r in _roots(a):
+                        yield arg, r
+
+
+def _globals_passed(functions) -> dict:
+    """Parameter -> the globals that direct calls among ``functions`` pass for it
+    (through the callers' own parameters, to a fixed point)."""
+    edges = []       # (parameter, global or the caller's parameter passed for it)
+    for arg, r in _passed_roots(functions):
+        # a global (directly or through a phi), or the caller's own parameter
+        g = global_base(r, 2)
+        if g is not None or getattr(r, "is_argument", False):
+            edges.append((arg, g if g is not None else r))
     passed: dict = {}
     changed = True
     while changed:
