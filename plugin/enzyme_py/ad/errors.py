@@ -70,10 +70,12 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
     from ..analysis.globals import kept_in_globals, pointer_read_back
     memo = rctx.__dict__.setdefault("pointer_read_back", {})
     functions = list(getattr(rctx, "clone_of", {}).values())
+    hooks = getattr(rctx, "hooks", None)
+    inactive = hooks.reg.inactive_globals if hooks is not None else ()
     for g in kept_in_globals(p, functions, memo):
-        if g in getattr(rctx, "shadow_globals", {}) or not pointer_read_back(g, functions,
-                                                                              memo):
-            continue
+        if g in getattr(rctx, "shadow_globals", {}) or g.name in inactive \
+                or not pointer_read_back(g, functions, memo):
+            continue    # (an inactive global's derivatives are dropped on purpose)
         why = ("a thread-local variable (each thread's would need its own shadow)"
                if "thread_local" in (g.prefix or "") else
                "another pointer stored there has none (an enzyme_const argument, "
