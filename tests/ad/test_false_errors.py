@@ -1386,6 +1386,13 @@ def test_pointers_with_and_without_shadow_in_one_global_is_an_error(tmp_path, op
     err = build_error(tmp_path, GLOBAL_MIXED_POINTERS, opt)
     assert "stored into global 'cur'" in err and "gets no shadow" in err, err
     assert "in function 'f'" in err, err
+    # marked inactive, the global carries no derivative, by request: no error
+    inactive = GLOBAL_MIXED_POINTERS.replace(
+        "static const double unit[2] = {1, 1};",
+        "static const double unit[2] = {1, 1};\nvoid *__enzyme_inactive_global[] = {(void *)&cur};")
+    inactive = inactive.replace('printf("%g %g\\n", dx[0], dx[1]);',
+                                'check("dropped", dx[0] + dx[1], 0); check("x", x[0], 3);')
+    run(tmp_path, inactive, opt)
 
 
 # Round Z: SIMD and FFT libraries round a malloc'd block up to an alignment through an
