@@ -1654,3 +1654,61 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O1", "-O2"])
 def test_bump_allocator_aligning_with_integers(tmp_path, opt):
     run(tmp_path, BUMP_ARENA, opt)
+
+
+# Round Z's embedded filter: a file-scope filter state holds the enzyme_dup taps and the
+# address of a file-scope delay line the code writes the input into; at -O0 this was a
+# zero gradient, then (with the checks above) a compile error.  The delay line, a
+# writable global whose address is kept there, takes a shadow global too.
+EMBEDDED_FIR = r"""
+#define NT 3
+static double g_delay[NT - 1 + 4];
+static struct { const double *taps; double *delay; int ntaps; } g_fir;
+__attribute__((noinline)) static double fir_block(const double *in, int n) {
+    double *d = g_fir.delay, s = 0;
+    memcpy(d + g_fir.ntaps - 1, in, n * sizeof(double));
+    for (int i = 0; i < n; i++) {
+        double acc = 0;
+        const double *xp = d + i + g_fir.ntaps - 1;
+        for (int k = 0; k < g_fir.ntaps; k++) acc += g_fir.taps[k] * *xp--;
+        s += acc * acc;
+    }
+    memmove(d, d + n, (g_fir.ntaps - 1) * sizeof(double));
+    return s;
+}
+double f(const double *taps, const double *x) {
+    g_fir.taps = taps; g_fir.delay = g_delay; g_fir.ntaps = NT;
+    memset(g_delay, 0, sizeof g_delay);
+    return fir_block(x, 4);
+}
+int main(void) {
+    double h[NT] = {0.5, -0.25, 0.125}, x[4] = {1, 2, -1, 0.5}, dh[NT] = {0}, dx[4] = {0};
+    const double e = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_dup, h, dh, enzyme_dup, x, dx);
+    for (int k = 0; k < NT; k++) {
+        double s = h[k];
+        h[k] = s + e; double fp = f(h, x);
+        h[k] = s - e; double fm = f(h, x);
+        h[k] = s;
+        check("rev dh", dh[k], (fp - fm) / (2 * e));
+    }
+    for (int i = 0; i < 4; i++) {
+        double s = x[i];
+        x[i] = s + e; double fp = f(h, x);
+        x[i] = s - e; double fm = f(h, x);
+        x[i] = s;
+        check("rev dx", dx[i], (fp - fm) / (2 * e));
+    }
+    double th[NT] = {1, 0, 0}, tx[4] = {0, 1, 0, 0}, hp[NT] = {h[0] + e, h[1], h[2]},
+           hm[NT] = {h[0] - e, h[1], h[2]}, xp[4] = {x[0], x[1] + e, x[2], x[3]},
+           xm[4] = {x[0], x[1] - e, x[2], x[3]};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, h, th, enzyme_dup, x, tx),
+          (f(hp, xp) - f(hm, xm)) / (2 * e));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_embedded_filter_state_in_globals(tmp_path, opt):
+    run(tmp_path, EMBEDDED_FIR, opt)

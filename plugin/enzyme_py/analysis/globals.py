@@ -114,17 +114,26 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                         # shadow global holds the block's shadow
                         out[g] = True
                     elif not isinstance(v, ConstantNull):
+                        roots = _roots(v)
+                        # a writable global's own address (an embedded filter's
+                        # `g_fir.delay = g_delay` work array) takes a shadow global too
+                        scratch = [global_base(r) for r in roots]
                         ok = all(_fresh(r) or (getattr(r, "is_argument", False)
                                                and origins.get(r) == {"dup"})
-                                 for r in _roots(v))
-                        stored[g] = stored.get(g, True) and ok
+                                 or (b is not None and _eligible(b, inactive))
+                                 for r, b in zip(roots, scratch))
+                        ok_so_far, held = stored.get(g, (True, []))
+                        stored[g] = (ok_so_far and ok,
+                                     held + [b for b in scratch if b is not None])
                 continue
             for g in gs:
                 if _eligible(g, inactive):
                     out[g] = True
-    for g, ok in stored.items():
+    for g, (ok, held) in stored.items():
         if ok:
             out[g] = True
+            for b in held:
+                out[b] = True
     return list(out)
 
 
