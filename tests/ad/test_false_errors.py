@@ -1605,8 +1605,33 @@ int main(void) {
 """
 
 
+TAGGED_VIEW = r"""
+#include <stdint.h>
+typedef struct { uintptr_t tagged; int n; } View;
+__attribute__((noinline)) static View make_view(double *p, int n, int owned) {
+    View v = {(uintptr_t)p | (uintptr_t)(owned & 1), n};
+    return v;
+}
+__attribute__((noinline)) static double view_sumsq(View v) {
+    double *p = (double *)(v.tagged & ~(uintptr_t)1), s = 0;
+    for (int i = 0; i < v.n; i++) s += p[i] * p[i];
+    return s;
+}
+double f(double *x, int n) { return view_sumsq(make_view(x, n, 0)); }
+int main(void) {
+    double x[2] = {3, 4}, dx[2] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 2);
+    printf("%g %g\n", dx[0], dx[1]);
+    return 0;
+}
+"""
+
+
 @pytest.mark.parametrize("opt", OPTS)
 def test_thread_local_pointers_and_integer_addresses_across_calls_are_errors(tmp_path, opt):
+    # (round AD: a tagged view built by an out-of-line helper, passed by value: 0 at -O0)
+    err = build_error(tmp_path, TAGGED_VIEW, opt)
+    assert "passed as an integer to 'view_sumsq'" in err, err
     err = build_error(tmp_path, THREAD_LOCAL_POINTER, opt)
     assert "stored into global 'tl_x'" in err and "thread-local" in err, err
     err = build_error(tmp_path, TAGGED_ARGUMENT, opt)

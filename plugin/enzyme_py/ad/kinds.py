@@ -459,7 +459,8 @@ def _check_address_crossing(call, act, where) -> None:
         return
     for k, a in enumerate(call.args):
         if k < len(callee.args) and a.type.is_int \
-                and _address_of_any(a, lambda p: p in act.shadowed) \
+                and (_address_of_any(a, lambda p: p in act.shadowed)
+                     or _result_of_shadowed_call(a, act)) \
                 and _made_pointer(callee.args[k]):
             raise NoDerivativeError(
                 "the address of a pointer with a shadow is passed as an integer to "
@@ -467,6 +468,20 @@ def _check_address_crossing(call, act, where) -> None:
                 "pointer: the shadow cannot follow",
                 location=where() if callable(where) else where,
                 hint="pass the pointer as a pointer (tag it in a separate integer)")
+
+
+def _result_of_shadowed_call(v, act) -> bool:
+    """Whether the integer ``v`` is (a field of) the result of a defined function that
+    receives a pointer with a shadow: it may be that pointer's address (a tagged
+    pointer built by an out-of-line ``make_view(p)`` returning ``{uintptr_t, int}``)."""
+    for x in _int_sources(v):
+        while isinstance(x, I.ExtractValue):
+            x = x.operand(0)
+        callee = x.called_function if isinstance(x, I.Call) else None
+        if callee is not None and not callee.is_declaration \
+                and any(a in act.shadowed for a in x.args):
+            return True
+    return False
 
 
 def _returned_address(inst, act) -> bool:
