@@ -427,6 +427,7 @@ def shadow_address(e, inst, base_shadow, value_of):
     from ..analysis.activity import address_source
     base = address_source(inst)
     memo: dict = {}
+    on_path: dict = {}
 
     def build(v):
         if v in memo:
@@ -434,10 +435,10 @@ def shadow_address(e, inst, base_shadow, value_of):
         if isinstance(v, Cast) and v.opcode in ("ptrtoint", "ptrtoaddr") \
                 and v.operand(0) is base:
             got = e.cast(v.opcode, base_shadow, v.type)
-        elif isinstance(v, BinaryOp) and _on_address_path(v, base):
+        elif isinstance(v, BinaryOp) and _reaches(v, base, on_path):
             # (without nuw/nsw: the shadow's address is another number)
             got = e.binop(v.opcode, build(v.operand(0)), build(v.operand(1)))
-        elif isinstance(v, Select) and _on_address_path(v, base):
+        elif isinstance(v, Select) and _reaches(v, base, on_path):
             got = e.select(value_of(v.operand(0)), build(v.operand(1)), build(v.operand(2)))
         else:
             got = value_of(v)
@@ -446,20 +447,18 @@ def shadow_address(e, inst, base_shadow, value_of):
     return e.cast("inttoptr", build(inst.operand(0)), inst.type)
 
 
-def _on_address_path(v, base, limit=16) -> bool:
+def _reaches(v, base, memo) -> bool:
+    """Whether the integer ``v`` is computed from ``base``'s address (through the
+    operations ``address_source`` followed, which bounded the graph), memoised."""
     from ..ir.instructions import BinaryOp, Cast, Select
-    work = [v]
-    while work and limit:
-        limit -= 1
-        x = work.pop()
-        if isinstance(x, Cast) and x.opcode in ("ptrtoint", "ptrtoaddr") \
-                and x.operand(0) is base:
-            return True
-        if isinstance(x, BinaryOp):
-            work.extend(x.operands)
-        elif isinstance(x, Select):
-            work.extend(x.operands[1:])
-    return False
+    if v not in memo:
+        memo[v] = False
+        if isinstance(v, Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
+            memo[v] = v.operand(0) is base
+        elif isinstance(v, (BinaryOp, Select)):
+            ops = v.operands if isinstance(v, BinaryOp) else v.operands[1:]
+            memo[v] = any([_reaches(o, base, memo) for o in ops])
+    return memo[v]
 
 
 def scratch_sink(module, fn):

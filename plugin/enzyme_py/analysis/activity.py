@@ -636,27 +636,22 @@ def address_source(inst, act=None, limit=16):
     if not (isinstance(inst, Cast) and inst.opcode == "inttoptr"):
         return None
     base = None
-    work, seen = [inst.operand(0)], set()
-    while work:
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        limit -= 1
-        if limit < 0:
-            return None
+    walk = BoundedWalk(inst.operand(0), limit)
+    for v in walk:
         if isinstance(v, Cast) and v.opcode in ("ptrtoint", "ptrtoaddr"):
             if base is not None and base is not v.operand(0):
                 return None
             base = v.operand(0)
         elif isinstance(v, BinaryOp) and v.opcode in _ADDRESS_OPS:
-            work.extend(v.operands)
+            walk.add(*v.operands)
         elif isinstance(v, Select) and v.type.is_int:
             # a choice between two addresses of the same block (a bump allocator's
             # old and advanced top); the condition comes along as it is
-            work.extend(v.operands[1:])
+            walk.add(*v.operands[1:])
         elif not _address_free(v, act):
             return None
+    if walk.exceeded:
+        return None
     return base
 
 
