@@ -1737,3 +1737,68 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_embedded_filter_state_in_globals(tmp_path, opt):
     run(tmp_path, EMBEDDED_FIR, opt)
+
+
+# round AC (an FMI-style model): the state serialised into a byte buffer by one helper
+# and read back by another, each field an 8-byte memcpy -- at -O0 integer copies in two
+# functions, each end of one also reached by the other's integer copy
+SERIALISED_STATE = r"""
+typedef struct { double time; double x[2]; double k; } Model;
+__attribute__((noinline)) static void set_state(Model *m, const char *buf) {
+    memcpy(&m->time, buf, 8);
+    memcpy(m->x, buf + 8, 16);
+}
+__attribute__((noinline)) static void get_state(const Model *m, char *buf) {
+    memcpy(buf, &m->time, 8);
+    memcpy(buf + 8, m->x, 16);
+}
+double f(Model *m) {
+    char buf[24];
+    get_state(m, buf);
+    Model w = *m;
+    set_state(&w, buf);
+    return w.time * w.x[0] + w.x[1] * w.x[1] * m->k;
+}
+int main(void) {
+    Model m = {0.5, {2.0, 3.0}, 1.5}, dm = {0};
+    __enzyme_autodiff((void *)f, &m, &dm);
+    check("rev dtime", dm.time, 2.0);
+    check("rev dx0", dm.x[0], 0.5);
+    check("rev dx1", dm.x[1], 9.0);
+    check("rev dk", dm.k, 9.0);
+    Model t = {1, {0.1, 0.01}, 0.001};
+    check("fwd", __enzyme_fwddiff_d((void *)f, &m, &t), 2 + 0.05 + 0.09 + 0.009);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_state_serialised_through_a_byte_buffer(tmp_path, opt):
+    run(tmp_path, SERIALISED_STATE, opt)
+
+
+# the bytes of a double whose bits the code also changes as an integer, then copied as an
+# integer: type analysis sees both, and the copy stays a compile error
+BITS_CHANGED_THEN_COPIED = r"""
+typedef union { double d; long long i; } U;
+__attribute__((noinline)) static void cp(U *dst, const U *src) { memcpy(dst, src, 8); }
+double f(double *x) {
+    U a, b;
+    a.d = *x;
+    a.i ^= 1;
+    cp(&b, &a);
+    return b.d * b.d;
+}
+int main(void) {
+    double x = 1.5, dx = 0;
+    __enzyme_autodiff((void *)f, &x, &dx);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_copy_of_bits_also_used_as_an_integer_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, BITS_CHANGED_THEN_COPIED, opt)
+    assert "integer-typed copy of memory that may hold floating-point values" in err, err

@@ -44,6 +44,23 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
+def _bit_moves(functions) -> tuple:
+    """``AugmentedForward._bit_moves`` of ``functions``."""
+    out = []
+    for i in (i for f in functions for i in f.instructions()):
+        if isinstance(i, Load) and i.type.is_int and i.type.width in (32, 64) \
+                and i.get_metadata("tbaa") is None and i.uses \
+                and all(isinstance(u.user, Store) and u.index == 0 for u in i.uses):
+            out.append(i)
+            out.extend(u.user for u in i.uses)
+        elif isinstance(i, Store) and isinstance(i.operand(0), ConstantInt) \
+                and i.operand(0).type.width in (32, 64) \
+                and i.get_metadata("tbaa") is None \
+                and (i.operand(0).value == 0 or abs(i.operand(0).value) > 4096):
+            out.append(i)
+    return tuple(out)
+
+
 def _select_leaves(v, depth=4):
     """The integer loads a tree of selects chooses between, or None when some arm is
     not a load."""
@@ -301,7 +318,10 @@ class AugmentedForward:
                 raise ADError("an integer-typed copy of memory that may hold floating-point "
                               "values (type analysis could not tell)",
                               location=self.ctx.err_loc(inst),
-                              hint="copy the values with their own type, or use memcpy")
+                              hint="the bytes pass through memory the code also uses as "
+                                   "integers, or never shows the type of (a char "
+                                   "buffer): copy the values with their own type (assign "
+                                   "the double or the struct) instead of as bytes")
             elif isinstance(v, Select) and v.type.is_int and v.type.width >= 32:
                 self._select_copy(v, inst, p)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
@@ -382,28 +402,22 @@ class AugmentedForward:
         return want[1]
 
     def _bit_moves(self) -> tuple:
-        """The integer accesses of this function that move bits without saying what
-        they are: the other integer copies (a load whose only uses store it) and
-        stores of integer constants that may be a float's bits (``1.0`` folded from a
-        memcpy is ``store i64 4607182418800017408``; zero) -- as Enzyme's type
-        analysis, only small integer constants say "integer".  Their "int" at the
+        """The integer accesses of the functions differentiated this round that move bits
+        without saying what they are: the other integer copies (a load whose only uses
+        store it) and stores of integer constants that may be a float's bits (``1.0``
+        folded from a memcpy is ``store i64 4607182418800017408``; zero) -- as Enzyme's
+        type analysis, only small integer constants say "integer".  Their "int" at the
         bytes they touch does not count against a float copy (``Q[m] = {x}``: every
-        element of a vector of vectors assigned from an initializer list)."""
+        element of a vector of vectors assigned from an initializer list; a state
+        serialised into a byte buffer by one helper and read back by another, each an
+        8-byte ``memcpy`` at -O0)."""
         got = getattr(self, "_moves", None)
         if got is None:
-            out = []
-            for i in self.gen.P.instructions():
-                if isinstance(i, Load) and i.type.is_int and i.type.width in (32, 64) \
-                        and i.get_metadata("tbaa") is None and i.uses \
-                        and all(isinstance(u.user, Store) and u.index == 0 for u in i.uses):
-                    out.append(i)
-                    out.extend(u.user for u in i.uses)
-                elif isinstance(i, Store) and isinstance(i.operand(0), ConstantInt) \
-                        and i.operand(0).type.width in (32, 64) \
-                        and i.get_metadata("tbaa") is None \
-                        and (i.operand(0).value == 0 or abs(i.operand(0).value) > 4096):
-                    out.append(i)
-            got = self._moves = tuple(out)
+            clones = tuple(getattr(self.ctx, "clone_of", {}).values())
+            shared = getattr(self.ctx, "bit_moves", None)
+            if shared is None:
+                shared = self.ctx.bit_moves = _bit_moves(clones)
+            got = self._moves = shared + (() if self.gen.P in clones else _bit_moves([self.gen.P]))
         return got
 
     def _int_by_layout(self, load):
