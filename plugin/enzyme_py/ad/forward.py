@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..analysis.globals import global_base, read_only_twin, shadow_constant
 from ..analysis.activity import (Activity, address_source, floatish, has_pointer, pointer_aggregate,
-                                 underlying_object)
+                                 struct_return_origin, underlying_object)
 from ..analysis.effects import call_effect, returns_text
 from ..analysis.cfg import CFG
 from ..ir import types as T
@@ -202,6 +202,10 @@ class ForwardGen:
                 # tangent is read or written through it, so the primal pointer serves as
                 # its shadow
                 return [self.P_(v)] * self.W
+            origin = struct_return_origin(v)
+            if origin is not None:   # (a struct a callee returns, pointers beside floats)
+                raise struct_return_error(
+                    origin, self.ctx.err_loc(where) if where is not None else None)
             # Never the primal pointer: tangents read through that "shadow" would be
             # the program's values, and tangents stored through it would overwrite them.
             raise ADError("a pointer without a shadow (constant data: a global, an "

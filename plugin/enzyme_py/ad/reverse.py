@@ -29,7 +29,7 @@ they share are in ``reverse_common.py``.
 
 from __future__ import annotations
 
-from ..analysis.activity import Activity, pointer_aggregate
+from ..analysis.activity import Activity, pointer_aggregate, struct_return_origin
 from ..analysis.cfg import CFG, dominators, find_loops, is_reducible
 from ..analysis.globals import read_only_twin, shadow_constant
 from ..analysis.overwrite import Overwrite
@@ -369,6 +369,9 @@ class ReverseGen:
                 # std::tuple by std::map::operator[]) or at code: no adjoint is ever
                 # accumulated through it, so the primal pointer serves as its shadow
                 return self.vmap.get(v, v)
+            origin = struct_return_origin(v)
+            if origin is not None:   # (a struct a callee returns, pointers beside floats)
+                raise struct_return_error(origin, self.ctx.err_loc(where))
             # Never the primal pointer: adjoints accumulated through that "shadow"
             # would land in the program's own memory.
             raise ADError("a pointer without a shadow (constant data: a global, an "

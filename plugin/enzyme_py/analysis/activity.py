@@ -609,12 +609,16 @@ def _role(i, inactive_fns) -> str:
 
 
 def struct_return_origin(p):
-    """The name of the defined function whose struct-typed result ``p`` was extracted
-    from (``Buf b = buf_new(n); b.data[i] = ...``), else None: a pointer returned inside
-    a struct gets no shadow (only a pointer returned alone does)."""
+    """The name of the defined function whose result, a struct mixing pointers and
+    floating-point values, ``p`` is or was extracted from (``Buf b = buf_new(n);
+    b.data[i] = ...``), else None: a pointer returned inside such a struct gets no
+    shadow (a pointer alone, or a struct of only pointers and integers, does)."""
     v = underlying_object(p)
-    if isinstance(v, ExtractValue) and isinstance(v.operand(0), Call):
-        c = v.operand(0).called_function
+    if isinstance(v, ExtractValue):
+        v = v.operand(0)
+    if isinstance(v, Call) and (v.type.is_struct or v.type.is_array) \
+            and not pointer_aggregate(v.type):
+        c = v.called_function
         if c is not None and not c.is_declaration:
             return c.name.removesuffix(".enzyme")
     return None
