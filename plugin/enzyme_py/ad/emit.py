@@ -81,27 +81,40 @@ def keep_byval(primal, fn, kinds, width=1) -> None:
 
 
 def byval_at_call_sites(functions) -> None:
-    """Give the direct calls of ``functions`` the ``byval`` attributes of their callees'
+    """Give the calls of ``functions`` the ``byval`` attributes of their callees'
     parameters where the call lacks them (the derivative functions ``keep_byval`` marks
-    are called by code the AD pass writes).  LLVM makes the copy either way, but its
-    dead-store elimination reads the call's attributes: it took a callee's ``byval``
-    parameter for its own memory and the caller's stores to the object passed as dead
-    -- the reverse sweep then read what was never written (an SDF scene's gradient,
-    garbage at -O2)."""
+    are called by code the AD pass writes): direct calls, and indirect ones whose callee
+    is chosen among such functions by selects or phis (``dispatch.select_target``).  An
+    indirect call takes the ABI from its own attributes: without ``byval`` it passes the
+    pointer in a register where the callee reads a copy from the stack, and every later
+    argument one register off (a gradient of garbage).  A direct call takes them from
+    the callee, but LLVM's dead-store elimination reads the call's: it took a callee's
+    ``byval`` parameter for its own memory and the caller's stores to the object passed
+    as dead -- the reverse sweep then read what was never written (an SDF scene's
+    gradient, garbage at -O2)."""
     from ..ir.attributes import Attributes
-    from ..ir.instructions import Call
+    from ..ir.instructions import Call, Phi, Select
     for f in functions:
         marked = [(i, a.attrs) for i, a in enumerate(f.args) if "byval(" in (a.attrs or "")]
         if not marked:
             continue
-        for u in f.uses:
-            c = u.user
-            if not isinstance(c, Call) or c.callee is not f:
+        work, seen = [f], set()
+        while work:
+            v = work.pop()
+            if v in seen:
                 continue
-            for i, attrs in marked:
-                have = c.arg_attrs[i] or ""
-                if Attributes.parse(have).arg("byval") is None:
-                    c.arg_attrs[i] = (have + " " + attrs).strip()
+            seen.add(v)
+            for u in v.uses:
+                c = u.user
+                if isinstance(c, (Select, Phi)) and c.type.is_pointer:
+                    work.append(c)      # a choice of callee (an indirect call's dispatch)
+                    continue
+                if not isinstance(c, Call) or c.callee is not v:
+                    continue
+                for i, attrs in marked:
+                    have = c.arg_attrs[i] or ""
+                    if Attributes.parse(have).arg("byval") is None:
+                        c.arg_attrs[i] = (have + " " + attrs).strip()
 
 
 def attr_type(arg, attr):

@@ -261,7 +261,10 @@ class ReverseGen:
         self.rev = m.add_function(f"diffe_{base}", T.FunctionType(self.out_type, rev_params),
                                   linkage="internal", fn_attrs=attrs)
         keep_byval(primal, self.aug, kinds)
-        keep_byval(primal, self.rev, kinds)
+        # (not the reverse function: it never reads a by-value argument -- the overwrite
+        # analysis counts it as the augmented call's own memory, kept on the tape -- and
+        # the pointer its caller passes there may be a local of a frame that has returned:
+        # a copy would read a dead frame)
 
     # ------------------------------------------------------------------ setup
     def generate(self):
