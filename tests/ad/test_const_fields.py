@@ -349,3 +349,66 @@ def test_constant_config_captured_beside_duplicated_data_stays_intact(tmp_path, 
     assert r.returncode == 0, r.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+
+
+# Round AE (numerical libraries): an optimiser's problem struct on the stack -- its
+# pointers all refer to enzyme_const data (the design matrix, the labels), beside the
+# active regularisation weight -- passed to an out-of-line objective, once with the
+# active weight and once for validation with 0.  The struct has a shadow (for its
+# double), but with no field holding a duplicated pointer the constant fields were not
+# handed to the callee, which read them as shadowed: a null shadow base, a segfault at
+# -O0 and -O2 (and, with the reader inlined at -O2, a main compiled to nothing).
+PROBLEM_STRUCT = r"""
+struct problem { const double *X; const double *y; double lambda; int nd; };
+__attribute__((noinline)) static double dot(const double *a, const double *b, int n) {
+    double r = 0;
+    for (int i = 0; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+__attribute__((noinline)) static double logreg(struct problem *P, const double *w, double *g,
+                                               int n) {
+    double f = 0.5 * P->lambda * dot(w, w, n);
+    for (int t = 0; t < n; t++) g[t] = P->lambda * w[t];
+    for (int i = 0; i < P->nd; i++) {
+        const double *xi = P->X + i * n;
+        double z = dot(xi, w, n);
+        f += log1p(exp(-z));
+        double s = 1.0 / (1.0 + exp(z));
+        for (int t = 0; t < n; t++) g[t] -= P->y[i] * s * xi[t];
+    }
+    return f;
+}
+double loss(double lambda, const double *X, const double *y) {
+    struct problem P = { X, y, lambda, 2 };
+    double w[3] = { 0.1, 0.2, 0.3 }, g[3];
+    logreg(&P, w, g, 3);
+    for (int t = 0; t < 3; t++) w[t] -= g[t];
+    struct problem V = { X, y, 0.0, 2 };
+    return logreg(&V, w, g, 3);
+}
+struct scaled { const double *X; double k; };
+__attribute__((noinline)) static double first(struct scaled *S, double w) {
+    return S->X[0] * w * S->k;
+}
+double f(double w, const double *X) {
+    struct scaled V = { X, 2.0 };
+    return first(&V, w);
+}
+int main(void) {
+    double X[6] = { 0.5, -0.2, 0.1, 0.3, 0.1, -0.4 }, y[2] = { 1, -1 }, lam = 0.7, h = 1e-6;
+    double fd = (loss(lam + h, X, y) - loss(lam - h, X, y)) / (2 * h);
+    check("rev dlambda", __enzyme_autodiff_d((void *)loss, enzyme_out, lam, enzyme_const, X,
+                                             enzyme_const, y), fd);
+    check("fwd dlambda", __enzyme_fwddiff_d((void *)loss, lam, 1.0, enzyme_const, X,
+                                            enzyme_const, y), fd);
+    check("rev dw", __enzyme_autodiff_d((void *)f, 0.7, enzyme_const, X), 2 * X[0]);
+    check("fwd dw", __enzyme_fwddiff_d((void *)f, 0.7, 1.0, enzyme_const, X), 2 * X[0]);
+    check("X intact", X[0] + X[5], 0.1);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_of_constant_pointers_beside_an_active_double(tmp_path, opt):
+    run(tmp_path, PROBLEM_STRUCT, opt)

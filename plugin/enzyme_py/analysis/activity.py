@@ -934,7 +934,10 @@ class _Slot:
         """The offsets that hold only pointers without a shadow, at least one of them
         a value of this program (not null, not a global or a function): the fields of
         a C++ closure or view that refer to ``enzyme_const`` data beside fields that
-        refer to duplicated data.  Empty unless every pointer is stored and loaded
+        refer to duplicated data, or of a problem struct whose pointers all refer to
+        constant data beside a double (the local's shadow is for the double: its
+        pointer fields stay null there, and a callee must not read them as shadows).
+        Empty unless every pointer is stored and loaded
         alone at a known offset, each load at an offset where pointers are stored or at
         one no pointer store overlaps."""
         if self.inexact or not (self.ptrs or self.copies):
@@ -947,8 +950,6 @@ class _Slot:
             if any(lo != o and abs(lo - o) < 8 for o in offs):
                 return frozenset()
         shadowed = {o for o, sh, _ in entries if sh}
-        if not shadowed:
-            return frozenset()
         return frozenset(o for o, sh, real in entries if real and o not in shadowed)
 
     def holds_shadowed(self, act, offset=None) -> bool:
