@@ -357,7 +357,8 @@ def test_constant_config_captured_beside_duplicated_data_stays_intact(tmp_path, 
 # active weight and once for validation with 0.  The struct has a shadow (for its
 # double), but with no field holding a duplicated pointer the constant fields were not
 # handed to the callee, which read them as shadowed: a null shadow base, a segfault at
-# -O0 and -O2 (and, with the reader inlined at -O2, a main compiled to nothing).
+# -O0 and -O2 (and, with the reader inlined at -O2, a main compiled to nothing); an
+# array of them indexed by a variable had no known offsets to hand over at all.
 PROBLEM_STRUCT = r"""
 struct problem { const double *X; const double *y; double lambda; int nd; };
 __attribute__((noinline)) static double dot(const double *a, const double *b, int n) {
@@ -394,8 +395,17 @@ double f(double w, const double *X) {
     struct scaled V = { X, 2.0 };
     return first(&V, w);
 }
+/* an array of such structs filled in a loop, one picked by an index: no field offset is
+   known, and none holds a pointer with a shadow */
+double pick(double w, const double *X, int k) {
+    struct scaled V[2];
+    for (int i = 0; i < 2; i++) { V[i].X = X + i; V[i].k = 2.0 + i; }
+    return first(&V[k], w);
+}
 int main(void) {
     double X[6] = { 0.5, -0.2, 0.1, 0.3, 0.1, -0.4 }, y[2] = { 1, -1 }, lam = 0.7, h = 1e-6;
+    check("rev picked", __enzyme_autodiff_d((void *)pick, 0.7, enzyme_const, X, 1), 3 * X[1]);
+    check("fwd picked", __enzyme_fwddiff_d((void *)pick, 0.7, 1.0, enzyme_const, X, 1), 3 * X[1]);
     double fd = (loss(lam + h, X, y) - loss(lam - h, X, y)) / (2 * h);
     check("rev dlambda", __enzyme_autodiff_d((void *)loss, enzyme_out, lam, enzyme_const, X,
                                              enzyme_const, y), fd);

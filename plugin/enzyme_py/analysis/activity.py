@@ -486,7 +486,8 @@ class Activity:
         if not (self.const_fields or self.slots):
             return True
         base, off = base_offset(p, self.fn.parent.datalayout)
-        if isinstance(base, Argument) and (base.index, off) in self.const_fields:
+        if isinstance(base, Argument) and ((base.index, off) in self.const_fields
+                                           or (base.index, None) in self.const_fields):
             return False
         st = self.slots.get(base)
         return st is None or st.holds_shadowed(self, off)
@@ -495,8 +496,10 @@ class Activity:
         """For a call with ``args``: (argument index, byte offset) of the fields that
         hold only pointers without a shadow in the memory the argument points to -- a
         local with such fields (``_Slot.const_offsets``), or such a field of this
-        function's own argument passed on.  The callee's ``Activity`` takes them as
-        ``const_fields``; its derivative is made for them."""
+        function's own argument passed on; offset None: every field (a local holding
+        no pointer with a shadow anywhere, ``_Slot.only_const_pointers``).  The
+        callee's ``Activity`` takes them as ``const_fields``; its derivative is made
+        for them."""
         if not self.const_fields and not self.slots:
             return frozenset()
         dl = self.fn.parent.datalayout
@@ -505,10 +508,13 @@ class Activity:
             if not a.type.is_pointer or a not in self.shadowed:
                 continue
             base, off = base_offset(a, dl)
-            if off is None:
-                continue
             st = self.slots.get(base)
-            if st is not None:
+            if st is not None and st.only_const_pointers(self) or isinstance(base, Argument) \
+                    and (base.index, None) in self.const_fields:
+                out.add((k, None))      # every field (an array of such structs, indexed)
+            elif off is None:
+                continue
+            elif st is not None:
                 out.update((k, o - off) for o in st.const_offsets(self))
             elif isinstance(base, Argument):
                 out.update((k, o - off) for i, o in self.const_fields if i == base.index)
@@ -927,7 +933,8 @@ class _Slot:
             yield o, p in act.shadowed and act.may_hold_shadowed_pointers(p), False
         for param, o, fields in self.copies:
             for f in fields:
-                const = (param.index, f) in act.const_fields
+                const = (param.index, f) in act.const_fields \
+                    or (param.index, None) in act.const_fields
                 yield o + f, param in act.shadowed and not const, const
 
     def const_offsets(self, act) -> frozenset:
@@ -937,9 +944,9 @@ class _Slot:
         refer to duplicated data, or of a problem struct whose pointers all refer to
         constant data beside a double (the local's shadow is for the double: its
         pointer fields stay null there, and a callee must not read them as shadows).
-        Empty unless every pointer is stored and loaded
-        alone at a known offset, each load at an offset where pointers are stored or at
-        one no pointer store overlaps."""
+        Empty unless every pointer is stored and loaded alone at a known offset, each
+        load at an offset where pointers are stored or at one no pointer store
+        overlaps."""
         if self.inexact or not (self.ptrs or self.copies):
             return frozenset()
         entries = list(self._entries(act))
@@ -951,6 +958,16 @@ class _Slot:
                 return frozenset()
         shadowed = {o for o, sh, _ in entries if sh}
         return frozenset(o for o, sh, real in entries if real and o not in shadowed)
+
+    def only_const_pointers(self, act) -> bool:
+        """Whether every pointer put into the local, at whatever offset, is a pointer of
+        the program without a shadow (an array of problem structs, each holding
+        ``enzyme_const`` data, filled in a loop): no field of it holds a shadow."""
+        if self.inexact:
+            return False
+        entries = list(self._entries(act))
+        return bool(entries) and not any(sh for _, sh, _ in entries) \
+            and any(real for _, _, real in entries)
 
     def holds_shadowed(self, act, offset=None) -> bool:
         """Whether a pointer with a shadow may be stored into the local (at ``offset``,
