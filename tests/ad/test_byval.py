@@ -578,3 +578,41 @@ def test_ik_solver_taking_std_array_by_value(tmp_path, opt):
     assert r.returncode == 0, r.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert "RESULT OK" in out.stdout and "FAIL" not in out.stdout, out.stdout
+
+
+# Round AG: two tables of function pointers taking and returning structs of 24 and 72
+# bytes -- both ``void (ptr sret, ptr byval)`` in LLVM's types -- in one function: each
+# indirect call took the other table's functions as candidates too, and the call to
+# the 72-byte one carried the 24-byte ``byval``, so two thirds of the struct (and of
+# its derivatives) were never copied (dp = 1 for 18 at -O0; Enzyme 15 right).
+TWO_SIZES = r"""
+typedef struct { double a, b, c; } S24;
+typedef struct { double v[9]; } S72;
+static S24 f24(S24 s) { S24 r = { s.a * s.b, s.c, s.a }; return r; }
+static S72 f72(S72 s) { S72 r; for (int i = 0; i < 9; i++) r.v[i] = s.v[i] * s.v[i]; return r; }
+static S24 (*T24[1])(S24) = {f24};
+static S72 (*T72[1])(S72) = {f72};
+static int use24 = 0;
+double loss(const double *p) {
+    double s = 0;
+    if (use24) { S24 a = {p[0], p[0], p[0]}; a = T24[0](a); s += a.a; }
+    S72 a;
+    for (int i = 0; i < 9; i++) a.v[i] = p[0] + i;
+    a = T72[0](a);
+    return s + a.v[0] + a.v[8];         /* p^2 + (p+8)^2, and p^2 more with use24 */
+}
+int main(void) {
+    for (use24 = 0; use24 < 2; use24++) {
+        double p[1] = {0.5}, g[1] = {0}, t[1] = {1}, want = 2 * 0.5 + 2 * 8.5 + use24 * 2 * 0.5;
+        __enzyme_autodiff((void *)loss, enzyme_dup, p, g);
+        check("rev", g[0], want);
+        check("fwd", __enzyme_fwddiff_d((void *)loss, enzyme_dup, p, t), want);
+    }
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_function_pointer_tables_of_two_struct_sizes(tmp_path, opt):
+    assert run(tmp_path, TWO_SIZES, opt).count("ok ") == 4

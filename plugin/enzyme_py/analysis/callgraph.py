@@ -7,7 +7,8 @@ takes -- a use other than as the callee of a direct call, outside the
 passed along -- and whose type fits the call: the call's own type, or, for a call
 through an unprototyped pointer (C's ``double (*)()``, f2c's ``D_fp``, which clang
 calls as ``double (ptr, ...)``), a function without varargs whose parameters are
-the types of the arguments passed.
+the types of the arguments passed; structs passed or returned through memory of the
+sizes the call passes (all are ``ptr`` in the type).
 """
 
 from __future__ import annotations
@@ -47,13 +48,31 @@ def address_taken(fn) -> bool:
 
 
 def callable_through(fn, call) -> bool:
-    """Whether the indirect ``call`` may reach ``fn`` by their types."""
+    """Whether the indirect ``call`` may reach ``fn`` by their types: the function
+    types, and the sizes of the structs passed or returned through memory (``byval``,
+    ``sret``: a 24-byte and a 72-byte struct both go as ``ptr``)."""
     ft, ct = fn.function_type, call.function_type
-    if ft == ct:
-        return True
-    # an unprototyped call: typed from the (promoted) arguments it passes
-    return ct.varargs and not ft.varargs and ft.ret == ct.ret \
-        and [a.type for a in call.args] == list(ft.params)
+    if ft != ct and not (
+            # an unprototyped call: typed from the (promoted) arguments it passes
+            ct.varargs and not ft.varargs and ft.ret == ct.ret
+            and [a.type for a in call.args] == list(ft.params)):
+        return False
+    return all(_in_memory(a.attrs, fn.parent) == _in_memory(attrs, call.function.parent)
+               for a, attrs in zip(fn.args, call.arg_attrs or []))
+
+
+def _in_memory(attrs, module):
+    """The sizes of what a parameter's attributes say is passed or returned through
+    memory: (byval bytes, sret bytes), None where absent."""
+    if not attrs or ("byval(" not in attrs and "sret(" not in attrs):
+        return (None, None)
+    from ..ir.attributes import named_type
+    dl = module.datalayout
+    out = []
+    for kind in ("byval", "sret"):
+        t = named_type(attrs, kind, module)
+        out.append(None if t is None else dl.size_in_bytes(t))
+    return tuple(out)
 
 
 def indirect_targets(module, call) -> list:
