@@ -422,3 +422,53 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_of_constant_pointers_beside_an_active_double(tmp_path, opt):
     run(tmp_path, PROBLEM_STRUCT, opt)
+
+
+# Round AE: the callback idiom of numerical libraries -- a params struct on the stack
+# holding enzyme_const data beside the active parameter, passed as ``void *`` through a
+# driver to a function pointer (GSL's ``gsl_function``, an L-BFGS ``evaluate``).  At
+# -O0 the driver's parameter is kept in a local of its own and the callback is reached
+# only through the pointer: the local could not be followed ("mixed" refused; Enzyme 15
+# right), and forward mode's dispatch did not hand the callback the constant fields (a
+# null shadow read once the local was followed).
+CALLBACK_PARAMS = r"""
+struct problem { const double *X; double lambda; int n; };
+typedef double (*eval_t)(void *, double);
+static double eval(void *inst, double w) {
+    struct problem *P = inst;
+    double s = P->lambda * w * w;
+    for (int i = 0; i < P->n; i++) s += P->X[i] * sin(w * (i + 1));
+    return s;
+}
+static double eval_other(void *inst, double w) {
+    struct problem *P = inst;
+    return P->lambda * P->X[0] * w;
+}
+static double run(eval_t f, void *inst) {
+    double w = 1.0;
+    for (int it = 0; it < 3; it++) w -= 0.1 * f(inst, w);
+    return w;
+}
+static eval_t pick(int k) { return k ? eval_other : eval; }
+double loss(double lambda, const double *X, int k) {
+    struct problem P = { X, lambda, 3 };
+    return run(pick(k), &P);
+}
+int main(void) {
+    double X[3] = { 0.5, -0.3, 0.2 }, lam = 0.7, h = 1e-6;
+    for (int k = 0; k < 2; k++) {
+        double fd = (loss(lam + h, X, k) - loss(lam - h, X, k)) / (2 * h);
+        check("rev", __enzyme_autodiff_d((void *)loss, enzyme_out, lam, enzyme_const, X,
+                                         enzyme_const, k), fd);
+        check("fwd", __enzyme_fwddiff_d((void *)loss, lam, 1.0, enzyme_const, X,
+                                        enzyme_const, k), fd);
+    }
+    check("X intact", X[0] + X[1] + X[2], 0.4);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_params_struct_through_a_callback_pointer(tmp_path, opt):
+    run(tmp_path, CALLBACK_PARAMS, opt)

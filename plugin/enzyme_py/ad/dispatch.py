@@ -161,7 +161,9 @@ def forward_target(fgen, inst, kinds):
     types)."""
     ctx = fgen.ctx
     pairs = resolve(ctx.rctx, inst, fgen.ctx.err_loc(inst))
-    gens = [ctx.get(clone, kinds, fgen.W) for _, clone in pairs]
+    act = fgen.act
+    gens = [ctx.get(clone, kinds, fgen.W, const_fields=act.callee_const_fields(inst.args),
+                    own_args=act.callee_own_args(inst.args)) for _, clone in pairs]
     fp = fgen.P_(inst.callee)
     module = ctx.module
     target = select_target(fgen.e, fp, [(o, g.fn) for (o, _), g in zip(pairs, gens)],

@@ -1091,7 +1091,7 @@ def _passed_as_slot(call, index, st, offset) -> bool:
     return True
 
 
-def _param_summary(call, index, depth=4):
+def _param_summary(call, index, depth=4, callee=None):
     """What the defined function ``call`` calls does with the memory its parameter at
     operand ``index`` points to, when that memory is only a place for pointers
     and values it loads: it loads from it, stores into it its other arguments,
@@ -1101,10 +1101,25 @@ def _param_summary(call, index, depth=4):
     parameter) holding the caller's values stored there, the caller's pointers through
     which the values stored are loaded, whether floats are stored or loaded there, and
     ``returned``: whether the call's result is the parameter itself; None for any
-    other use."""
+    other use.  An indirect call (a callback given ``void *params``): what every
+    function it may reach does (``callgraph.indirect_targets``, as the derivative's
+    dispatch calls them)."""
     from ..ir.module import Function
     from ..ir.values import Argument, ConstantNull, Poison, Undef
-    callee = call.called_function
+    from .callgraph import indirect_targets, is_indirect
+    if callee is None and is_indirect(call) and depth > 0:
+        targets = indirect_targets(call.function.parent, call)
+        if not targets or len(targets) > 8:
+            return None
+        out = _Slot()
+        for f in targets:
+            sub = _param_summary(call, index, depth, callee=f)
+            if sub is None:
+                return None
+            out.add(sub, 0)
+            out.returned |= sub.returned
+        return out
+    callee = callee or call.called_function
     if not isinstance(callee, Function) or callee.is_declaration or depth == 0 \
             or index >= call.num_args or call.function_type.varargs \
             or index >= len(callee.args):
@@ -1156,6 +1171,13 @@ def _param_summary(call, index, depth=4):
                 contents.add(user)
             elif isinstance(user, Store) and u.index == 1 and not user.volatile:
                 stored.append((user.operand(0), off))     # (judged once every load is seen)
+            elif isinstance(user, Store) and u.index == 0 and _spill_loads(user) is not None:
+                # the pointer kept in a local of its own (every parameter at -O0): what
+                # is loaded back from there is the same pointer
+                for ld in _spill_loads(user):
+                    if ld not in aliases:
+                        aliases[ld] = off
+                        work.append(ld)
             elif isinstance(user, Ret):
                 out.returned = True
             elif isinstance(user, ICmp):
@@ -1201,6 +1223,25 @@ def _param_summary(call, index, depth=4):
         else:
             return None
     return out
+
+
+def _spill_loads(store):
+    """For ``store v, ptr %a`` where ``%a`` is a local that only this store writes and
+    that is otherwise only loaded from whole (a parameter spilled at -O0, a pointer
+    variable assigned once): those loads, else None."""
+    a = store.operand(1)
+    if not isinstance(a, Alloca) or a.count is not None:
+        return None
+    loads = []
+    for u in a.uses:
+        x = u.user
+        if x is store or getattr(x, "is_debug_use", False) or _marker(x):
+            continue
+        if not (isinstance(x, Load) and u.index == 0 and x.type == store.operand(0).type
+                and not x.volatile):
+            return None
+        loads.append(x)
+    return loads
 
 
 def _read_by_parallel_region(call, index):
