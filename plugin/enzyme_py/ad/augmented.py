@@ -681,6 +681,15 @@ class AugmentedForward:
             if fields is not None:
                 gen.mem_fields[inst] = fields
                 return "mixed"
+        if "ptr" not in kinds:
+            names = {"double": "double", "float": "float", "float-other": "long double "
+                     "(or half)"}
+            what = " and ".join(sorted(names.get(k, k) for k in kinds))
+            raise ADError(f"{mem} over memory that mixes {what} values is not supported "
+                          "yet", location=self.ctx.err_loc(inst),
+                          hint="copy the fields one by one (a struct holding a long double "
+                               "passed or returned by value is copied this way: pass it "
+                               "by pointer)")
         raise ADError("memcpy/memset over memory that mixes floating-point values and "
                       "pointers is not supported yet", location=self.ctx.err_loc(inst),
                       hint="copy the fields one by one")
