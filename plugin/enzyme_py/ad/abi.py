@@ -7,8 +7,9 @@ starts with ``bitcast i64 %v to double``, and its callers pass ``bitcast double 
 i64``.  Derivatives follow a value's type, so across such a call they would be lost.
 
 Before differentiation, in the private copies about to be differentiated, a parameter
-whose every use is a bitcast to the floating-point type of its width becomes a
-parameter of that type (each call passes its argument bitcast to it), and a function
+bitcast to the floating-point type of its width becomes a parameter of that type (each
+call passes its argument bitcast to it; uses that read its bits as an integer, a
+union's exponent field, read the new parameter bitcast back), and a function
 whose every return is a bitcast of one floating-point type returns that type (each
 call's result is bitcast back for its users) -- the same program, with the floats'
 type at the call boundary.  The bitcast round trips left in the callers keep their
@@ -50,15 +51,20 @@ def _direct_calls(fn):
 
 
 def _param_float(arg):
-    """The float type every use of the integer parameter ``arg`` bitcasts it to."""
+    """The float type the integer parameter ``arg`` is bitcast to, when some use
+    bitcasts it to the floating-point type of its width and no use bitcasts it to
+    another type (the other uses read its bits as an integer: a union's ``u >> 52``)."""
     ft = _float_of(arg.type)
-    if ft is None or not arg.uses:
+    if ft is None:
         return None
+    found = False
     for u in arg.uses:
         c = u.user
-        if not (isinstance(c, Cast) and c.opcode == "bitcast" and c.type == ft):
-            return None
-    return ft
+        if isinstance(c, Cast) and c.opcode == "bitcast":
+            if c.type != ft:
+                return None
+            found = True
+    return ft if found else None
 
 
 def _return_float(fn):
@@ -84,10 +90,17 @@ def _retype(fn, calls, params, ret):
         arg = fn.args[i]
         arg.type = ft
         arg.attrs = _INT_ONLY.sub("", arg.attrs).strip()
+        bits = None
         for u in list(arg.uses):
             bc = u.user
-            bc.replace_all_uses_with(arg)
-            bc.erase()
+            if isinstance(bc, Cast) and bc.opcode == "bitcast" and bc.type == ft:
+                bc.replace_all_uses_with(arg)
+                bc.erase()
+                continue
+            if bits is None:    # the bits as the integer they were (no derivative)
+                bits = Cast("bitcast", arg, old.params[i])
+                bits.insert_before(fn.blocks[0].instructions[0])
+            bc.set_operand(u.index, bits)
     if ret is not None:
         fn.prefix = _INT_ONLY.sub("", fn.prefix).strip()
         for b in fn.blocks:
