@@ -1825,3 +1825,41 @@ int main(void) {
 def test_copy_of_bits_also_used_as_an_integer_is_an_error(tmp_path, opt):
     err = build_error(tmp_path, BITS_CHANGED_THEN_COPIED, opt)
     assert "integer-typed copy of memory that may hold floating-point values" in err, err
+
+
+# Round AH: a quadrature driver keeping the caller's `void *params` (the address of a
+# local struct with an active field) in a file-scope pointer read by a thunk.  Shadow
+# globals hold enzyme_dup pointers and blocks the code allocates, not the derivative's
+# stack: refused, and the message said "another pointer stored there has none".
+PARAMS_IN_A_GLOBAL = r"""
+typedef struct { double mu, sigma; } Gauss;
+static void *g_params;
+static double (*g_fn)(double, void *);
+static double thunk(double x) { return g_fn(x, g_params); }
+__attribute__((noinline)) static double integrate(double (*fn)(double, void *), void *params) {
+    g_fn = fn; g_params = params;
+    double s = 0;
+    for (int i = 0; i < 8; i++) s += thunk(0.25 * i);
+    return s;
+}
+static double gauss(double x, void *p) {
+    Gauss *g = p; double z = (x - g->mu) / g->sigma;
+    return exp(-0.5 * z * z);
+}
+double prob(double mu, double sigma) { Gauss g = {mu, sigma}; return integrate(gauss, &g); }
+int main(void) {
+    double h = 1e-6, fd = (prob(0.5 + h, 1.0) - prob(0.5 - h, 1.0)) / (2 * h);
+    check("rev dmu", __enzyme_autodiff_d((void *)prob, 0.5, enzyme_const, 1.0), fd);
+    check("fwd dmu", __enzyme_fwddiff_d((void *)prob, 0.5, 1.0, enzyme_const, 1.0), fd);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_local_params_kept_in_a_global_pointer(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, PARAMS_IN_A_GLOBAL, opt)
+        assert "global 'g_params'" in err and "the address of a local variable" in err, err
+    else:   # the driver and the thunk inline: nothing is kept in the global
+        run(tmp_path, PARAMS_IN_A_GLOBAL, opt)

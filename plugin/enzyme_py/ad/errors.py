@@ -76,10 +76,16 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
         if g in getattr(rctx, "shadow_globals", {}) or g.name in inactive \
                 or not pointer_read_back(g, functions, memo):
             continue    # (an inactive global's derivatives are dropped on purpose)
+        from ..analysis.activity import underlying_object
+        from ..ir.instructions import Alloca
         why = ("a thread-local variable (each thread's would need its own shadow)"
                if "thread_local" in (g.prefix or "") else
-               "another pointer stored there has none (an enzyme_const argument, "
-               "constant data, a pointer loaded from memory)")
+               "the pointer stored is the address of a local variable (a shadow global "
+               "holds enzyme_dup pointers and blocks the code allocates, not the "
+               "derivative's stack)" if isinstance(underlying_object(v), Alloca) else
+               "a pointer stored there is neither an enzyme_dup argument nor a block the "
+               "code allocates (an enzyme_const argument, constant data, the address of a "
+               "local variable, a pointer loaded from memory)")
         raise ADError(f"a pointer that carries derivatives is stored into global '{g.name}', "
                       "which the differentiated code reads pointers back from, but which "
                       f"gets no shadow: {why}", location=location,
