@@ -472,3 +472,71 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_params_struct_through_a_callback_pointer(tmp_path, opt):
     run(tmp_path, CALLBACK_PARAMS, opt)
+
+
+# Round AH: an array of problem structs with an integer field beside the constant
+# pointer and the active double, one element passed by a variable index: the integer
+# stores had no known offset, could have overlapped the pointer fields, and the local
+# was not followed (refused as "mixed"; Enzyme 15 builds it and overwrites the
+# constant data).  An array of structs is followed field by field within an element
+# now; an element whose pointer field holds a duplicated array among constant ones
+# stays an error.
+SEGMENTS = r"""
+typedef struct { const double *xs; int n; double w; } Seg;
+__attribute__((noinline)) static double seg_fit(const Seg *s) {
+    double r = s->w;
+    for (int i = 0; i < s->n; i++) r *= s->xs[i];
+    return r;
+}
+double total(const double *wb, const double *X, int nseg) {
+    Seg S[4];
+    for (int k = 0; k < nseg; k++) { S[k].xs = X + 2 * k; S[k].n = 2; S[k].w = wb[k]; }
+    double e = 0;
+    for (int k = 0; k < nseg; k++) e += seg_fit(&S[k]) * wb[k];
+    return e;
+}
+int main(void) {
+    double X[8] = {1, 2, 3, 4, 5, 6, 7, 8}, p[4] = {0.1, 0.2, 0.3, 0.4}, g[4] = {0};
+    __enzyme_autodiff((void *)total, enzyme_dup, p, g, enzyme_const, X, enzyme_const, 4);
+    for (int k = 0; k < 4; k++) {
+        double t[4] = {0};
+        t[k] = 1;
+        check("rev", g[k], 2 * p[k] * X[2 * k] * X[2 * k + 1]);
+        check("fwd", __enzyme_fwddiff_d((void *)total, enzyme_dup, p, t, enzyme_const, X,
+                                        enzyme_const, 4), 2 * p[k] * X[2 * k] * X[2 * k + 1]);
+    }
+    check("X intact", X[0] + X[7], 9);
+    return fails;
+}
+"""
+
+SEGMENTS_ONE_DUPLICATED = r"""
+typedef struct { const double *xs; int n; double w; } Seg;
+__attribute__((noinline)) static double seg_fit(const Seg *s) {
+    double r = s->w;
+    for (int i = 0; i < s->n; i++) r *= s->xs[i];
+    return r;
+}
+double total(const double *wb, const double *X, double *Y, int j) {
+    Seg S[4];
+    for (int k = 0; k < 4; k++) { S[k].xs = X + 2 * k; S[k].n = 2; S[k].w = wb[k]; }
+    S[j].xs = Y;
+    double e = 0;
+    for (int k = 0; k < 4; k++) e += seg_fit(&S[k]);
+    return e;
+}
+int main(void) {
+    double X[8] = {1, 2, 3, 4, 5, 6, 7, 8}, Y[2] = {1, 1}, dY[2] = {0};
+    double p[4] = {0.1, 0.2, 0.3, 0.4}, g[4] = {0};
+    __enzyme_autodiff((void *)total, enzyme_dup, p, g, enzyme_const, X, enzyme_dup, Y, dY,
+                      enzyme_const, 2);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_array_of_problem_structs_with_an_integer_field(tmp_path, opt):
+    run(tmp_path, SEGMENTS, opt)
+    err = build_error(tmp_path, SEGMENTS_ONE_DUPLICATED, opt)
+    assert "is mixed with pointers that have shadows" in err, err

@@ -490,6 +490,8 @@ class Activity:
                                            or (base.index, None) in self.const_fields):
             return False
         st = self.slots.get(base)
+        if st is not None and st.period is not None:
+            off = base_offset(p, self.fn.parent.datalayout, period=st.period)[1]
         return st is None or st.holds_shadowed(self, off)
 
     def callee_const_fields(self, args) -> frozenset:
@@ -509,6 +511,8 @@ class Activity:
                 continue
             base, off = base_offset(a, dl)
             st = self.slots.get(base)
+            if st is not None and st.period is not None:
+                off = base_offset(a, dl, period=st.period)[1]
             if st is not None and st.only_const_pointers(self) or isinstance(base, Argument) \
                     and (base.index, None) in self.const_fields:
                 out.add((k, None))      # every field (an array of such structs, indexed)
@@ -888,7 +892,7 @@ class _Slot:
     function or by the callees it is passed to (``_param_summary``)."""
 
     __slots__ = ("ptrs", "loaded", "floats", "called", "ptr_loads", "int_stores",
-                 "inexact", "returned", "copies")
+                 "inexact", "returned", "copies", "period")
 
     def __init__(self):
         self.ptrs: list = []      # (pointer value stored into the local, offset)
@@ -903,17 +907,23 @@ class _Slot:
         self.returned = False     # (a callee's summary) it returns the parameter
         self.copies: list = []    # (by-value parameter copied in, offset, offsets of
         #                            its pointer fields): ``rewrites.copy_byval_params``
+        self.period = None        # an array of structs: offsets are within an element
+        #                           (modulo its size), the same field in every element
 
     def add(self, other, shift) -> None:
         """Take in ``other`` (a callee's summary), its offsets moved by ``shift``."""
         def mv(o):
-            return None if o is None or shift is None else o + shift
+            return None if o is None or shift is None else self.fold(o + shift)
         self.ptrs.extend((v, mv(o)) for v, o in other.ptrs)
         self.loaded.extend((v, mv(o)) for v, o in other.loaded)
         self.ptr_loads.extend(mv(o) for o in other.ptr_loads)
         self.int_stores.extend((mv(o), n) for o, n in other.int_stores)
         self.floats |= other.floats
         self.inexact |= other.inexact
+
+    def fold(self, off):
+        """An offset from the local's start as this slot records it."""
+        return off if off is None or self.period is None else off % self.period
 
     def pointer_bits_as_integers(self, size) -> bool:
         """Whether an integer stored here may be read back as a pointer (pointer bits
@@ -935,7 +945,7 @@ class _Slot:
             for f in fields:
                 const = (param.index, f) in act.const_fields \
                     or (param.index, None) in act.const_fields
-                yield o + f, param in act.shadowed and not const, const
+                yield self.fold(o + f), param in act.shadowed and not const, const
 
     def const_offsets(self, act) -> frozenset:
         """The offsets that hold only pointers without a shadow, at least one of them
@@ -984,15 +994,18 @@ class _Slot:
         return any(sh for _, sh, _ in self._entries(act))
 
 
-def base_offset(p, dl, limit=64):
+def base_offset(p, dl, limit=64, period=None):
     """``p`` stripped of GEPs and pointer casts, and the constant byte offset they add
-    (None when some index is not constant)."""
+    (None when some index is not constant; with ``period``, the offset modulo it, where
+    each index that is not constant steps by a multiple of it: ``&S[k].w``)."""
     off = 0
     while limit:
         limit -= 1
         if isinstance(p, GEP):
-            o = p.constant_offset(dl)
+            o = gep_offset(p, dl, period)
             off = None if o is None or off is None else off + o
+            if off is not None and period is not None:
+                off %= period
             p = p.operand(0)
         elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
             p = p.operand(0)
@@ -1001,10 +1014,41 @@ def base_offset(p, dl, limit=64):
     return p, off
 
 
-def _offset_uses(a, dl):
+def gep_offset(gep, dl, period=None):
+    """The byte offset ``gep`` adds when every index is a constant; with ``period``,
+    modulo it, also where an index that is not constant steps by a multiple of it (the
+    element of an array of structs: ``getelementptr %Seg, ptr %S, i64 %k``); else None."""
+    o = gep.constant_offset(dl)
+    if o is not None or period is None:
+        return o if o is None or period is None else o % period
+    from ..ir.values import ConstantInt
+    ty, idx = gep.source_type, gep.indices
+    if not idx:
+        return None
+    total, stride = 0, dl.size_in_bytes(ty)
+    for n, i in enumerate(idx):
+        if n > 0:
+            if ty.is_struct:
+                if not isinstance(i, ConstantInt):
+                    return None
+                total += dl.field_offsets(ty)[i.value]
+                ty = ty.elements[i.value]
+                continue
+            if not (ty.is_array or ty.is_vector):
+                return None
+            ty = ty.element
+            stride = dl.size_in_bytes(ty)
+        if isinstance(i, ConstantInt):
+            total += i.value * stride
+        elif stride == 0 or stride % period:
+            return None
+    return total % period
+
+
+def _offset_uses(a, dl, period=None):
     """The uses of ``a`` and of the pointers derived from it by GEPs and pointer casts,
     as ``address_uses``, each with the byte offset from ``a`` of the pointer used
-    (None when not constant)."""
+    (None when not constant; with ``period``, see ``gep_offset``)."""
     work, seen = [(a, 0)], set()
     while work:
         v, off = work.pop()
@@ -1016,8 +1060,9 @@ def _offset_uses(a, dl):
             if getattr(user, "is_debug_use", False):
                 continue
             if isinstance(user, GEP) and u.index == 0:
-                o = user.constant_offset(dl)
-                work.append((user, None if o is None or off is None else off + o))
+                o = gep_offset(user, dl, period)
+                o = None if o is None or off is None else off + o
+                work.append((user, o if o is None or period is None else o % period))
             elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast"):
                 work.append((user, off))
             else:
@@ -1301,7 +1346,11 @@ def _local_slots(fn) -> dict:
                 continue
             st, ok = _Slot(), True
             st.floats = floatish(a.allocated_type)
-            for u, off in _offset_uses(a, dl):
+            t = a.allocated_type
+            if t.is_array and a.count is None and t.element.is_struct \
+                    and dl.size_in_bytes(t.element) > 0:
+                st.period = dl.size_in_bytes(t.element)    # problem structs S[k]
+            for u, off in _offset_uses(a, dl, st.period):
                 user = u.user
                 if isinstance(user, Load):
                     t = user.type
