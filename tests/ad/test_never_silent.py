@@ -36,15 +36,19 @@ static void check(const char *what, double got, double want) {
 """
 
 
-def run(tmp_path, body, opt):
+def run(tmp_path, body, opt, valgrind=None):
+    """Build ``body`` after the prelude at ``opt``, run it (and, given the ``valgrind``
+    fixture's path, again under valgrind: no invalid access), expect no FAIL line."""
     src = Path(tmp_path) / "t.c"
     src.write_text(PRELUDE + body)
     exe = Path(tmp_path) / "t"
     r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
     assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
-    assert out.stdout.count("ok ") >= 2, out.stdout
+    cmds = [[str(exe)]] + ([[valgrind, "-q", "--error-exitcode=3", str(exe)]] if valgrind else [])
+    for cmd in cmds:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "FAIL" not in out.stdout, out.stdout + out.stderr
+        assert out.stdout.count("ok ") >= 2, out.stdout
     return out.stdout
 
 
