@@ -957,7 +957,9 @@ class _Slot:
         Empty unless every pointer is stored and loaded alone at a known offset, each
         load at an offset where pointers are stored or at one no pointer store
         overlaps."""
-        if self.inexact or not (self.ptrs or self.copies):
+        if self.inexact or not (self.ptrs or self.copies) or self.period is not None:
+            # (an array of structs: a callee given one element may reach the others at
+            # offsets it cannot fold -- only "every field", only_const_pointers)
             return frozenset()
         entries = list(self._entries(act))
         offs = {o for o, _, _ in entries}
@@ -1337,59 +1339,69 @@ def _local_slots(fn) -> dict:
     load from it or a store to it (or a lifetime/debug marker, or a call that only
     uses it that way: ``_param_summary``) -- and what they hold.  An alloca where an
     integer is stored over bytes loaded as a pointer (pointer bits through an integer)
-    is left out: its pointers cannot be followed."""
+    is left out: its pointers cannot be followed -- unless it is an array of structs
+    whose fields, taken within an element, do not overlap (``_Slot.period``: problem
+    structs ``S[k]`` with an integer field, filled in a loop)."""
     out = {}
     dl = fn.parent.datalayout
     for b in fn.blocks:
         for a in b.instructions:
             if not isinstance(a, Alloca):
                 continue
-            st, ok = _Slot(), True
-            st.floats = floatish(a.allocated_type)
+            st = _slot_of(a, dl)
             t = a.allocated_type
-            if t.is_array and a.count is None and t.element.is_struct \
+            if st is None and t.is_array and a.count is None and t.element.is_struct \
                     and dl.size_in_bytes(t.element) > 0:
-                st.period = dl.size_in_bytes(t.element)    # problem structs S[k]
-            for u, off in _offset_uses(a, dl, st.period):
-                user = u.user
-                if isinstance(user, Load):
-                    t = user.type
-                    st.floats |= floatish(t)
-                    if t.is_pointer:
-                        st.ptr_loads.append(off)
-                    elif has_pointer(t):
-                        ok = False
-                elif isinstance(user, Store) and u.index == 1:
-                    x = user.operand(0)
-                    if x.type.is_pointer:
-                        st.ptrs.append((x, off))
-                    elif has_pointer(x.type):
-                        ok = False
-                    elif floatish(x.type):
-                        st.floats = True
-                    else:
-                        st.int_stores.append((off, dl.store_size(x.type)))
-                elif _marker(user):
-                    pass
-                elif isinstance(user, Call) and u.index == 0 \
-                        and _copied_param(user, off, dl) is not None:
-                    param, fields, floats = _copied_param(user, off, dl)
-                    st.copies.append((param, off, fields))
-                    st.floats |= floats
-                elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off):
-                    pass
-                elif isinstance(user, Call) \
-                        and _read_by_parallel_region(user, u.index) is not None:
-                    for t in _read_by_parallel_region(user, u.index):
-                        st.floats |= floatish(t)
-                        if t.is_pointer:
-                            st.ptr_loads.append(None)
-                        elif has_pointer(t):
-                            ok = False
-                else:
-                    ok = False
-                if not ok:
-                    break
-            if ok and not st.pointer_bits_as_integers(dl.store_size(a.type)):
+                st = _slot_of(a, dl, dl.size_in_bytes(t.element))
+            if st is not None:
                 out[a] = st
     return out
+
+
+def _slot_of(a, dl, period=None):
+    """The ``_Slot`` of the alloca ``a`` (offsets modulo ``period`` when given), or
+    None where it cannot be followed (see ``_local_slots``)."""
+    st, ok = _Slot(), True
+    st.floats = floatish(a.allocated_type)
+    st.period = period
+    for u, off in _offset_uses(a, dl, period):
+        user = u.user
+        if isinstance(user, Load):
+            t = user.type
+            st.floats |= floatish(t)
+            if t.is_pointer:
+                st.ptr_loads.append(off)
+            elif has_pointer(t):
+                ok = False
+        elif isinstance(user, Store) and u.index == 1:
+            x = user.operand(0)
+            if x.type.is_pointer:
+                st.ptrs.append((x, off))
+            elif has_pointer(x.type):
+                ok = False
+            elif floatish(x.type):
+                st.floats = True
+            else:
+                st.int_stores.append((off, dl.store_size(x.type)))
+        elif _marker(user):
+            pass
+        elif isinstance(user, Call) and u.index == 0 \
+                and _copied_param(user, off, dl) is not None:
+            param, fields, floats = _copied_param(user, off, dl)
+            st.copies.append((param, off, fields))
+            st.floats |= floats
+        elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off):
+            pass
+        elif isinstance(user, Call) \
+                and _read_by_parallel_region(user, u.index) is not None:
+            for t in _read_by_parallel_region(user, u.index):
+                st.floats |= floatish(t)
+                if t.is_pointer:
+                    st.ptr_loads.append(None)
+                elif has_pointer(t):
+                    ok = False
+        else:
+            ok = False
+        if not ok:
+            return None
+    return None if st.pointer_bits_as_integers(dl.store_size(a.type)) else st
