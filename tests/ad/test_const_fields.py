@@ -579,3 +579,66 @@ def test_array_of_structs_read_across_elements(tmp_path, opt):
         assert "is mixed with pointers that have shadows" in err, err
     else:
         run(tmp_path, SEGMENT_PAIRS, opt)
+
+
+# Round AE: the problem struct allocated with malloc instead of on the stack (filled,
+# passed to an out-of-line objective, freed): refused as "mixed" where the reader
+# stays out of line (Enzyme 15 right).  A block the function allocates and frees, and
+# otherwise only loads from, stores to and passes to such callees, is followed like a
+# local; one whose pointer field holds duplicated data at one time and constant data at
+# another stays an error.
+HEAP_PROBLEM = r"""
+struct problem { const double *X; double *Y; double scale; int n; };
+__attribute__((noinline)) static double g(struct problem *P, double w) {
+    double s = 0;
+    for (int i = 0; i < P->n; i++) s += P->X[i] * w * P->scale * P->Y[i];
+    return s;
+}
+double f(double w, const double *X, double *Y) {
+    struct problem *P = malloc(sizeof *P);
+    P->X = X; P->Y = Y; P->scale = 2.0; P->n = 2;
+    double r = g(P, w);
+    free(P);
+    return r;
+}
+int main(void) {
+    double X[2] = { 0.3, 0.5 }, Y[2] = { 1.5, -1 }, dY[2] = {0}, t[2] = {0};
+    check("rev dw", __enzyme_autodiff_d((void *)f, 0.7, enzyme_const, X, enzyme_dup, Y, dY),
+          2 * (0.3 * 1.5 - 0.5));
+    check("rev dY0", dY[0], 2 * 0.7 * 0.3);
+    check("rev dY1", dY[1], 2 * 0.7 * 0.5);
+    t[1] = 1;
+    check("fwd dY1", __enzyme_fwddiff_d((void *)f, 0.7, 0.0, enzyme_const, X, enzyme_dup, Y, t),
+          2 * 0.7 * 0.5);
+    check("X intact", X[0] + X[1], 0.8);
+    return fails;
+}
+"""
+
+HEAP_PROBLEM_SWITCHED = r"""
+struct problem { const double *X; double scale; };
+__attribute__((noinline)) static double g(struct problem *P, double w) {
+    return P->X[0] * w * P->scale;
+}
+double f(double w, const double *X, double *Y, int k) {
+    struct problem *P = malloc(sizeof *P);
+    P->X = k ? X : Y; P->scale = 2.0;
+    double r = g(P, w);
+    P->X = Y;
+    r += g(P, w);
+    free(P);
+    return r;
+}
+int main(void) {
+    double X[1] = {0.3}, Y[1] = {2}, dY[1] = {0};
+    __enzyme_autodiff((void *)f, 0.7, enzyme_const, X, enzyme_dup, Y, dY, enzyme_const, 1);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_problem_struct_on_the_heap(tmp_path, opt):
+    run(tmp_path, HEAP_PROBLEM, opt)
+    err = build_error(tmp_path, HEAP_PROBLEM_SWITCHED, opt)
+    assert "is mixed with pointers that have shadows" in err, err

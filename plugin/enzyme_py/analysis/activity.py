@@ -1346,6 +1346,11 @@ def _local_slots(fn) -> dict:
     dl = fn.parent.datalayout
     for b in fn.blocks:
         for a in b.instructions:
+            if isinstance(a, Call) and _fresh_block(a):
+                st = _slot_of(a, dl)     # a block allocated here, freed here or not
+                if st is not None:
+                    out[a] = st
+                continue
             if not isinstance(a, Alloca):
                 continue
             st = _slot_of(a, dl)
@@ -1362,7 +1367,7 @@ def _slot_of(a, dl, period=None):
     """The ``_Slot`` of the alloca ``a`` (offsets modulo ``period`` when given), or
     None where it cannot be followed (see ``_local_slots``)."""
     st, ok = _Slot(), True
-    st.floats = floatish(a.allocated_type)
+    st.floats = isinstance(a, Alloca) and floatish(a.allocated_type)
     st.period = period
     for u, off in _offset_uses(a, dl, period):
         user = u.user
@@ -1385,6 +1390,9 @@ def _slot_of(a, dl, period=None):
                 st.int_stores.append((off, dl.store_size(x.type)))
         elif _marker(user):
             pass
+        elif isinstance(user, Call) and off == 0 and u.index == 0 \
+                and (user.callee_name or "") in FREE_NAMES and not isinstance(a, Alloca):
+            pass        # the block freed
         elif isinstance(user, Call) and u.index == 0 \
                 and _copied_param(user, off, dl) is not None:
             param, fields, floats = _copied_param(user, off, dl)
