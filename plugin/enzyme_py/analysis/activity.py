@@ -490,8 +490,6 @@ class Activity:
                                            or (base.index, None) in self.const_fields):
             return False
         st = self.slots.get(base)
-        if st is not None and st.period is not None:
-            off = base_offset(p, self.fn.parent.datalayout, period=st.period)[1]
         return st is None or st.holds_shadowed(self, off)
 
     def callee_const_fields(self, args) -> frozenset:
@@ -511,8 +509,6 @@ class Activity:
                 continue
             base, off = base_offset(a, dl)
             st = self.slots.get(base)
-            if st is not None and st.period is not None:
-                off = base_offset(a, dl, period=st.period)[1]
             if st is not None and st.only_const_pointers(self) or isinstance(base, Argument) \
                     and (base.index, None) in self.const_fields:
                 out.add((k, None))      # every field (an array of such structs, indexed)
@@ -908,7 +904,8 @@ class _Slot:
         self.copies: list = []    # (by-value parameter copied in, offset, offsets of
         #                            its pointer fields): ``rewrites.copy_byval_params``
         self.period = None        # an array of structs: offsets are within an element
-        #                           (modulo its size), the same field in every element
+        #                           (modulo its size), the same field in every element --
+        #                           for telling integer fields from pointer fields only
 
     def add(self, other, shift) -> None:
         """Take in ``other`` (a callee's summary), its offsets moved by ``shift``."""
@@ -996,18 +993,15 @@ class _Slot:
         return any(sh for _, sh, _ in self._entries(act))
 
 
-def base_offset(p, dl, limit=64, period=None):
+def base_offset(p, dl, limit=64):
     """``p`` stripped of GEPs and pointer casts, and the constant byte offset they add
-    (None when some index is not constant; with ``period``, the offset modulo it, where
-    each index that is not constant steps by a multiple of it: ``&S[k].w``)."""
+    (None when some index is not constant)."""
     off = 0
     while limit:
         limit -= 1
         if isinstance(p, GEP):
-            o = gep_offset(p, dl, period)
+            o = p.constant_offset(dl)
             off = None if o is None or off is None else off + o
-            if off is not None and period is not None:
-                off %= period
             p = p.operand(0)
         elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
             p = p.operand(0)
