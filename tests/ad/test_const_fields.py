@@ -644,3 +644,147 @@ int main(void) {
 def test_problem_struct_on_the_heap(tmp_path, opt):
     run(tmp_path, HEAP_PROBLEM, opt)
     refused_as_mixed(tmp_path, HEAP_PROBLEM_SWITCHED, opt)
+
+
+# Rounds AE, AH: the params struct one level further down -- GSL's ``gsl_function F =
+# {model, &p}`` handed to a quadrature driver as a pointer, the driver calling
+# ``F->function(x, F->params)``; a minimiser copying the caller's ``void *params`` into
+# its own workspace struct and calling the callback from a helper given the workspace.
+# The params struct holds enzyme_const data beside a duplicated array, an active double
+# and a counter the callback bumps: both were refused as "mixed" at -O0 and -O2 (Enzyme
+# 15 right on the first, wrong on the second).  A local whose address is kept in another
+# local is followed when the field holding it is read only by callees that only load
+# from, store plain values into, or pass on the memory it points to; the callbacks get
+# the constant fields two levels down (``(1, 8, 0)``).  A params field given duplicated
+# data at one call and constant data at another stays an error.
+GSL_FUNCTION = r"""
+typedef struct { double (*function)(double x, void *params); void *params; } gsl_function;
+#define GSL_FN_EVAL(F, x) (*((F)->function))(x, (F)->params)
+struct model { const double *tab; double *w; double amp; int calls; };
+static double integrand(double x, void *params) {
+    struct model *m = (struct model *)params;
+    m->calls++;
+    return m->amp * (m->tab[0] + m->tab[1] * x) * sin(m->w[0] * x) + m->w[1] * x * x;
+}
+static double integrand_cos(double x, void *params) {
+    struct model *m = (struct model *)params;
+    return m->amp * m->tab[1] * cos(m->w[1] * x);
+}
+__attribute__((noinline)) static double simpson(const gsl_function *F, double a, double b,
+                                                int n) {
+    double h = (b - a) / n, s = GSL_FN_EVAL(F, a) + GSL_FN_EVAL(F, b);
+    for (int i = 1; i < n; i++) s += (i % 2 ? 4 : 2) * GSL_FN_EVAL(F, a + i * h);
+    return s * h / 3;
+}
+double flux(double amp, const double *tab, double *w, int which) {
+    struct model m = { tab, w, amp, 0 };
+    gsl_function F;
+    F.function = which ? integrand_cos : integrand;
+    F.params = &m;
+    return simpson(&F, 0.0, 1.0, 8) * amp + 1e-3 * m.calls;
+}
+int main(void) {
+    double tab[2] = { 0.5, -0.25 }, w[2] = { 1.3, 0.4 }, h = 1e-6;
+    for (int which = 0; which < 2; which++) {
+        double dw[2] = { 0, 0 }, fd[3];
+        fd[0] = (flux(0.7 + h, tab, w, which) - flux(0.7 - h, tab, w, which)) / (2 * h);
+        for (int k = 0; k < 2; k++) {
+            double wp[2] = { w[0], w[1] }, wm[2] = { w[0], w[1] };
+            wp[k] += h; wm[k] -= h;
+            fd[1 + k] = (flux(0.7, tab, wp, which) - flux(0.7, tab, wm, which)) / (2 * h);
+        }
+        check("rev damp", __enzyme_autodiff_d((void *)flux, 0.7, enzyme_const, tab,
+                                              enzyme_dup, w, dw, enzyme_const, which), fd[0]);
+        check("rev dw0", dw[0], fd[1]);
+        check("rev dw1", dw[1], fd[2]);
+        double t[2] = { 0, 1 };
+        check("fwd dw1", __enzyme_fwddiff_d((void *)flux, 0.7, 0.0, enzyme_const, tab,
+                                            enzyme_dup, w, t, enzyme_const, which), fd[2]);
+        double zero[2] = { 0, 0 };
+        check("fwd damp", __enzyme_fwddiff_d((void *)flux, 0.7, 1.0, enzyme_const, tab,
+                                             enzyme_dup, w, zero, enzyme_const, which), fd[0]);
+    }
+    check("tab intact", tab[0] + tab[1], 0.25);
+    return fails;
+}
+"""
+
+WORKSPACE_DRIVER = r"""
+typedef double (*objective)(const double *x, int n, void *params);
+typedef struct { objective f; void *params; int n; double step; int evals; } workspace;
+__attribute__((noinline)) static double ws_eval(workspace *ws, const double *x) {
+    ws->evals++;
+    return ws->f(x, ws->n, ws->params);
+}
+__attribute__((noinline)) static double descend(objective f, void *params, double *x, int n) {
+    workspace ws;
+    ws.f = f; ws.params = params; ws.n = n; ws.step = 0.1; ws.evals = 0;
+    double fx = ws_eval(&ws, x);
+    for (int it = 0; it < 4; it++)
+        for (int i = 0; i < n; i++) {
+            double old = x[i];
+            x[i] = old + ws.step; double fp = ws_eval(&ws, x);
+            x[i] = old - ws.step; double fm = ws_eval(&ws, x);
+            x[i] = old - 0.05 * (fp - fm) / ws.step;
+            fx = ws_eval(&ws, x);
+        }
+    return fx;
+}
+struct quad { double a, b; const double *target; };
+static double misfit(const double *x, int n, void *params) {
+    struct quad *q = (struct quad *)params;
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        double d = x[i] - q->target[i];
+        s += q->a * d * d + q->b * d * d * d * d;
+    }
+    return s;
+}
+double fit(double a, double b, const double *target) {
+    struct quad q = { a, b, target };
+    double x[3] = { 0, 0, 0 };
+    return descend(misfit, &q, x, 3);
+}
+int main(void) {
+    double target[3] = { 0.5, -0.3, 0.8 }, a = 1.3, b = 0.4, h = 1e-6;
+    double fda = (fit(a + h, b, target) - fit(a - h, b, target)) / (2 * h);
+    double fdb = (fit(a, b + h, target) - fit(a, b - h, target)) / (2 * h);
+    check("rev da", __enzyme_autodiff_d((void *)fit, enzyme_out, a, enzyme_const, b,
+                                        enzyme_const, target), fda);
+    check("fwd db", __enzyme_fwddiff_d((void *)fit, a, 0.0, b, 1.0, enzyme_const, target),
+          fdb);
+    check("target intact", target[0] + target[1] + target[2], 1.0);
+    return fails;
+}
+"""
+
+GSL_FUNCTION_SWITCHED = r"""
+typedef struct { double (*function)(double x, void *params); void *params; } gsl_function;
+struct model { const double *tab; double amp; };
+static double integrand(double x, void *params) {
+    struct model *m = (struct model *)params;
+    return m->amp * m->tab[0] * x;
+}
+__attribute__((noinline)) static double drive(const gsl_function *F) {
+    return F->function(2.0, F->params);
+}
+double flux(double amp, const double *tab, double *w) {
+    struct model m = { tab, amp };
+    gsl_function F = { integrand, &m };
+    double r = drive(&F);
+    m.tab = w;
+    return r + drive(&F);
+}
+int main(void) {
+    double tab[1] = { 3 }, w[1] = { 2 }, dw[1] = { 0 };
+    __enzyme_autodiff((void *)flux, 1.5, enzyme_const, tab, enzyme_dup, w, dw);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_params_struct_two_levels_down(tmp_path, opt):
+    run(tmp_path, GSL_FUNCTION, opt)
+    run(tmp_path, WORKSPACE_DRIVER, opt)
+    refused_as_mixed(tmp_path, GSL_FUNCTION_SWITCHED, opt)

@@ -14,7 +14,11 @@ field, by byte offset, also through the callees it is passed to (``_param_summar
 and into a by-value parameter's copy: a field that holds only pointers without a
 shadow beside fields that hold pointers with one (a C++ ``[&]`` closure over an
 ``enzyme_const`` and a duplicated vector, a cursor struct) gives loads without a shadow,
-and callees get such fields as ``const_fields``.  A call to a defined function
+and callees get such fields as ``const_fields``.  A local whose address is kept in
+another such local (a params struct in a ``gsl_function {function, params}``) is
+followed too, through what the callees do with the pointer they load from there
+(``_follow_held``); its constant fields reach them as paths of offsets
+(``(argument, 8, 0)``: field 0 of the memory the pointer at offset 8 points to).  A call to a defined function
 returns a shadowed pointer if the callee, analysed with the same activity, may
 return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
 What calls do comes from the call-effects table (``effects.py``).
@@ -485,39 +489,76 @@ class Activity:
         ``const_fields``) that holds only pointers without a shadow."""
         if not (self.const_fields or self.slots):
             return True
-        base, off = base_offset(p, self.fn.parent.datalayout)
-        if isinstance(base, Argument) and ((base.index, off) in self.const_fields
-                                           or (base.index, None) in self.const_fields):
+        fields = self._pointer_fields(p)
+        if (0,) in fields or (None,) in fields:
             return False
+        base, off = base_offset(p, self.fn.parent.datalayout)
         st = self.slots.get(base)
         return st is None or st.holds_shadowed(self, off)
 
+    def _pointer_fields(self, p, depth=8) -> set:
+        """The fields of the memory ``p`` points to that hold only pointers without a
+        shadow, as tuples of byte offsets from ``p`` (``(8, 0)``: the pointer at offset
+        8 points to memory whose field 0 is such a field; ``(None,)``: every field),
+        as ``const_fields`` spells them after the argument's index: from a local's
+        ``_Slot`` (and the locals and arguments whose pointers it holds), from this
+        function's ``const_fields``, and for a pointer loaded from such memory, from
+        what is recorded for the field it was loaded from."""
+        base, off = base_offset(p, self.fn.parent.datalayout)
+        st = self.slots.get(base)
+        if st is not None:
+            fields = self._slot_fields(st, depth)
+        elif isinstance(base, Argument):
+            fields = {f[1:] for f in self.const_fields if f[0] == base.index}
+        elif isinstance(base, Load) and depth:
+            fields = {f[1:] for f in self._pointer_fields(base.operand(0), depth - 1)
+                      if len(f) > 1 and f[0] == 0}
+        else:
+            fields = set()
+        if (None,) in fields:
+            return {(None,)}
+        if off is None:
+            return set()
+        return {(None if f[0] is None else f[0] - off,) + f[1:] for f in fields if f}
+
+    def _slot_fields(self, st, depth) -> set:
+        """``_pointer_fields`` of a local whose ``_Slot`` is ``st``: its own fields
+        holding only pointers without a shadow, and at each field that holds the
+        same pointer (or null) wherever it is stored, that pointer's fields."""
+        from ..ir.values import ConstantNull, Poison, Undef
+        out = {(o,) for o in st.const_offsets(self)}
+        if st.only_const_pointers(self):
+            out.add((None,))
+        if not depth or st.inexact or st.period is not None:
+            return out
+        groups: dict = {}
+        for v, o in st.ptrs:
+            if not isinstance(v, (ConstantNull, Undef, Poison)):
+                groups.setdefault(o, []).append(self._pointer_fields(v, depth - 1))
+        for _, o in st.loaded:
+            groups.setdefault(o, []).append(set())
+        if None in groups or st.copies:
+            return out
+        for o, sets in groups.items():
+            out.update((o,) + t for t in set.intersection(*sets))
+        return out
+
     def callee_const_fields(self, args) -> frozenset:
-        """For a call with ``args``: (argument index, byte offset) of the fields that
-        hold only pointers without a shadow in the memory the argument points to -- a
-        local with such fields (``_Slot.const_offsets``), or such a field of this
-        function's own argument passed on; offset None: every field (a local holding
-        no pointer with a shadow anywhere, ``_Slot.only_const_pointers``).  The
-        callee's ``Activity`` takes them as ``const_fields``; its derivative is made
-        for them."""
+        """For a call with ``args``: (argument index, byte offset, ...) of the fields
+        that hold only pointers without a shadow in the memory the argument points to
+        (``_pointer_fields``): a local with such fields (``_Slot.const_offsets``), or
+        such a field of this function's own argument passed on; offset None: every
+        field (a local holding no pointer with a shadow anywhere,
+        ``_Slot.only_const_pointers``); more offsets: a field of the memory a pointer
+        there points to (a ``gsl_function`` holding a params struct).  The callee's
+        ``Activity`` takes them as ``const_fields``; its derivative is made for
+        them."""
         if not self.const_fields and not self.slots:
             return frozenset()
-        dl = self.fn.parent.datalayout
         out = set()
         for k, a in enumerate(args):
-            if not a.type.is_pointer or a not in self.shadowed:
-                continue
-            base, off = base_offset(a, dl)
-            st = self.slots.get(base)
-            if st is not None and st.only_const_pointers(self) or isinstance(base, Argument) \
-                    and (base.index, None) in self.const_fields:
-                out.add((k, None))      # every field (an array of such structs, indexed)
-            elif off is None:
-                continue
-            elif st is not None:
-                out.update((k, o - off) for o in st.const_offsets(self))
-            elif isinstance(base, Argument):
-                out.update((k, o - off) for i, o in self.const_fields if i == base.index)
+            if a.type.is_pointer and a in self.shadowed:
+                out.update((k,) + f for f in self._pointer_fields(a))
         return frozenset(out)
 
     def callee_kinds(self, args):
@@ -882,13 +923,20 @@ def _alloca_may_hold_float(a) -> bool:
     return False
 
 
+# how many calls (and pointers loaded through a parameter) deep ``_param_summary`` looks:
+# unoptimised callbacks reached through a driver, a struct holding the params and a
+# callback calling another take five or six
+_DEPTH = 6
+
+
 class _Slot:
     """What a non-escaping local holds, with the byte offsets (from the local's start;
     None where not constant) at which pointers are stored and loaded -- by this
     function or by the callees it is passed to (``_param_summary``)."""
 
     __slots__ = ("ptrs", "loaded", "floats", "called", "ptr_loads", "int_stores",
-                 "inexact", "returned", "copies", "period")
+                 "inexact", "returned", "copies", "period", "derefs", "held_in",
+                 "int_loads", "own_loads")
 
     def __init__(self):
         self.ptrs: list = []      # (pointer value stored into the local, offset)
@@ -898,6 +946,8 @@ class _Slot:
         self.called = False       # whether it is passed to calls (``_passed_as_slot``)
         self.ptr_loads: list = []     # offsets at which pointers are loaded
         self.int_stores: list = []    # (offset, size) of integers stored
+        self.int_loads: list = []     # (offset, size) of integers loaded
+        self.own_loads: list = []     # (load, offset) of the pointers its function loads
         self.inexact = False      # pointers loaded or stored as aggregates, or read
         #                           through a callee's result: no per-field answer
         self.returned = False     # (a callee's summary) it returns the parameter
@@ -906,6 +956,10 @@ class _Slot:
         self.period = None        # an array of structs: offsets are within an element
         #                           (modulo its size), the same field in every element --
         #                           for telling integer fields from pointer fields only
+        self.derefs: list = []    # (offset, ``_Later`` of the ``_Slot`` summarising what
+        #                           is done with the memory a pointer loaded there points
+        #                           to, or None: not known) for every pointer loaded
+        self.held_in: list = []   # stores of the local's own address (into another local)
 
     def add(self, other, shift) -> None:
         """Take in ``other`` (a callee's summary), its offsets moved by ``shift``."""
@@ -915,6 +969,8 @@ class _Slot:
         self.loaded.extend((v, mv(o)) for v, o in other.loaded)
         self.ptr_loads.extend(mv(o) for o in other.ptr_loads)
         self.int_stores.extend((mv(o), n) for o, n in other.int_stores)
+        self.derefs.extend((mv(o), d) for o, d in other.derefs)
+        self.int_loads.extend((mv(o), n) for o, n in other.int_loads)
         self.floats |= other.floats
         self.inexact |= other.inexact
 
@@ -1114,11 +1170,11 @@ def _copied_param(call, off, dl):
     return param, fields, floatish(ty)
 
 
-def _passed_as_slot(call, index, st, offset) -> bool:
+def _passed_as_slot(call, index, st, offset, depth=_DEPTH) -> bool:
     """Whether the local passed to ``call`` at operand ``index`` (at ``offset`` into
     it) stays followable (``_param_summary``); what the callee may store there goes to
     ``st``."""
-    got = _param_summary(call, index)
+    got = _param_summary(call, index, depth)
     if got is None:
         return False
     if got.returned:      # the call's result is the local again: only loaded from here
@@ -1132,7 +1188,7 @@ def _passed_as_slot(call, index, st, offset) -> bool:
     return True
 
 
-def _param_summary(call, index, depth=4, callee=None):
+def _param_summary(call, index, depth=_DEPTH, callee=None):
     """What the defined function ``call`` calls does with the memory its parameter at
     operand ``index`` points to, when that memory is only a place for pointers
     and values it loads: it loads from it, stores into it its other arguments,
@@ -1146,7 +1202,6 @@ def _param_summary(call, index, depth=4, callee=None):
     function it may reach does (``callgraph.indirect_targets``, as the derivative's
     dispatch calls them)."""
     from ..ir.module import Function
-    from ..ir.values import Argument, ConstantNull, Poison, Undef
     from .callgraph import indirect_targets, is_indirect
     if callee is None and is_indirect(call) and depth > 0:
         targets = indirect_targets(call.function.parent, call)
@@ -1176,10 +1231,20 @@ def _param_summary(call, index, depth=4, callee=None):
         if fields is None:
             return None
         out.ptr_loads.extend(fields)
+        out.derefs.extend((f, None) for f in fields)
         out.floats = floatish(ty)
         return out
-    aliases, contents, stored = {param: 0}, set(), []
-    work = [param]
+    return _memory_summary(call, param, param, depth)
+
+
+def _memory_summary(call, root, param, depth):
+    """``_param_summary``'s answer for the memory ``root`` points to in the callee
+    (``param``, the parameter, or a pointer loaded through it: ``_pointee_summary``)."""
+    from ..ir.values import Argument, ConstantNull, Poison, Undef
+    dl = param.parent.parent.datalayout
+    out = _Slot()
+    aliases, contents, stored = {root: 0}, set(), []
+    work = [root]
 
     def outer(v):
         """The caller's value for the callee's argument ``v``, or None."""
@@ -1207,18 +1272,29 @@ def _param_summary(call, index, depth=4, callee=None):
                 out.floats |= floatish(user.type)
                 if user.type.is_pointer:
                     out.ptr_loads.append(off)
+                    out.derefs.append((off, _Later(_pointee_summary, call, user, param,
+                                                   depth)))
                 elif has_pointer(user.type):
                     out.inexact = True
+                elif not floatish(user.type):
+                    out.int_loads.append((off, dl.store_size(user.type)))
                 contents.add(user)
             elif isinstance(user, Store) and u.index == 1 and not user.volatile:
                 stored.append((user.operand(0), off))     # (judged once every load is seen)
-            elif isinstance(user, Store) and u.index == 0 and _spill_loads(user) is not None:
-                # the pointer kept in a local of its own (every parameter at -O0): what
-                # is loaded back from there is the same pointer
-                for ld in _spill_loads(user):
+            elif isinstance(user, Store) and u.index == 0 and not user.volatile:
+                # the pointer kept in a local (every parameter at -O0; a driver's
+                # workspace struct holding the caller's ``void *params``): what is
+                # loaded back from there is the same pointer
+                kept = _kept_in_local(user, dl, depth)
+                if kept is None:
+                    return None
+                loads, subs = kept
+                for ld in loads:
                     if ld not in aliases:
                         aliases[ld] = off
                         work.append(ld)
+                for sub in subs:
+                    out.add(sub, off)
             elif isinstance(user, Ret):
                 out.returned = True
             elif isinstance(user, ICmp):
@@ -1266,23 +1342,51 @@ def _param_summary(call, index, depth=4, callee=None):
     return out
 
 
-def _spill_loads(store):
-    """For ``store v, ptr %a`` where ``%a`` is a local that only this store writes and
-    that is otherwise only loaded from whole (a parameter spilled at -O0, a pointer
-    variable assigned once): those loads, else None."""
-    a = store.operand(1)
-    if not isinstance(a, Alloca) or a.count is not None:
+def _pointee_summary(call, load, param, depth):
+    """What the callee does with the memory a pointer it loads through its parameter
+    points to (``gsl_function``'s ``params``, a driver's workspace holding the user's
+    ``void *``): a ``_Slot`` when it only loads from it, stores values without pointers
+    into it or passes it to functions that do the same; else None."""
+    if depth <= 1:
         return None
-    loads = []
-    for u in a.uses:
-        x = u.user
-        if x is store or getattr(x, "is_debug_use", False) or _marker(x):
-            continue
-        if not (isinstance(x, Load) and u.index == 0 and x.type == store.operand(0).type
-                and not x.volatile):
-            return None
-        loads.append(x)
-    return loads
+    got = _memory_summary(call, load, param, depth - 1)
+    if got is None or got.ptrs or got.loaded or got.returned or got.inexact or got.copies:
+        return None
+    return got
+
+
+class _Later:
+    """A value computed when first asked for (the nested summaries few callers read)."""
+
+    __slots__ = ("_f", "_args", "_v")
+
+    def __init__(self, f, *args):
+        self._f, self._args, self._v = f, args, None
+
+    def __call__(self):
+        if self._args is not None:
+            self._v, self._args = self._f(*self._args), None
+        return self._v
+
+
+def _kept_in_local(store, dl, depth):
+    """For ``store p, ptr %w + o`` where ``%w`` is a local whose address goes nowhere
+    (``_slot_of``), whose field ``o`` holds nothing but ``p`` (or null) and is read only
+    whole, as a pointer, here or by
+    callees that only load from the memory it points to, store values without
+    pointers there, or pass it on to functions that do the same (``_pointee_summary``):
+    (the loads of that field here, the callees' summaries), else None."""
+    w, o = base_offset(store.operand(1), dl)
+    if not isinstance(w, Alloca) or o is None or depth <= 0:
+        return None
+    st = _slot_of(w, dl, depth=depth)
+    from ..ir.values import ConstantNull, Poison, Undef
+    if st is None or st.held_in or st.copies or any(
+            po == o and not (v is store.operand(0) or isinstance(v, (ConstantNull, Undef,
+                                                                     Poison)))
+            for v, po in st.ptrs + st.loaded):
+        return None     # (the field holds other pointers too: see Activity._slot_fields)
+    return _held_at(st, o, own=True)
 
 
 def _read_by_parallel_region(call, index):
@@ -1354,10 +1458,80 @@ def _local_slots(fn) -> dict:
                 st = _slot_of(a, dl, dl.size_in_bytes(t.element))
             if st is not None:
                 out[a] = st
+    _follow_held(out, dl)
     return out
 
 
-def _slot_of(a, dl, period=None):
+def _follow_held(slots, dl) -> None:
+    """Locals whose address is stored into another local (a params struct put into a
+    ``gsl_function {function, params}``, a driver's workspace) stay followable when that
+    other local is, and the field holding the address holds nothing else and is read
+    only by callees that only load from the memory it points to, store values without
+    pointers there, or pass it to functions that do the same (``_pointee_summary``):
+    what those callees do is added to the local's ``_Slot``.  Outer locals first; one
+    whose address cannot be followed so is dropped from ``slots``."""
+    pending = [a for a, st in slots.items() if st.held_in]
+    while pending:
+        progress = False
+        for a in list(pending):
+            bases = [base_offset(s.operand(1), dl) for s in slots[a].held_in]
+            if any(b in pending and b is not a for b, _ in bases):
+                continue        # an outer local not yet decided
+            pending.remove(a)
+            progress = True
+            subs = []
+            for b, o in bases:
+                st = slots.get(b)
+                got = None if b is a or st is None or st.copies or any(
+                    po == o and v is not a for v, po in st.ptrs + st.loaded) \
+                    else _held_at(st, o)
+                if got is None:
+                    subs = None
+                    break
+                subs.extend(got[1])
+            if subs is None:
+                del slots[a]
+                continue
+            for sub in subs:
+                slots[a].add(sub, 0)
+                slots[a].called = True
+        if not progress:        # locals holding each other's addresses
+            for a in pending:
+                del slots[a]
+            return
+
+
+def _held_at(st, o, own=False):
+    """What is done with the memory at the address loaded from field ``o`` of the
+    local whose ``_Slot`` is ``st``: (the loads of that field by the local's own
+    function, when ``own``, else none allowed; the summaries of the callees' uses of
+    it), or None when it cannot be told (see ``_follow_held``, ``_kept_in_local``)."""
+    if st is None or o is None or st.period is not None or st.inexact \
+            or any(po is None for _, po in st.ptrs + st.loaded):
+        return None
+    if any(lo is None or lo < o + 8 and o < lo + n for lo, n in st.int_loads + st.int_stores):
+        return None
+    loads = []
+    for ld, lo in st.own_loads:
+        if lo is None or abs(lo - o) < 8 and lo != o:
+            return None
+        if lo == o:
+            if not own:
+                return None
+            loads.append(ld)
+    subs = []
+    for do, d in st.derefs:
+        if do is None or abs(do - o) < 8 and do != o:
+            return None
+        if do == o:
+            sub = d() if d is not None else None
+            if sub is None:
+                return None
+            subs.append(sub)
+    return loads, subs
+
+
+def _slot_of(a, dl, period=None, depth=_DEPTH):
     """The ``_Slot`` of the alloca ``a`` (offsets modulo ``period`` when given), or
     None where it cannot be followed (see ``_local_slots``)."""
     st, ok = _Slot(), True
@@ -1370,8 +1544,11 @@ def _slot_of(a, dl, period=None):
             st.floats |= floatish(t)
             if t.is_pointer:
                 st.ptr_loads.append(off)
+                st.own_loads.append((user, off))
             elif has_pointer(t):
                 ok = False
+            elif not floatish(t):
+                st.int_loads.append((off, dl.store_size(t)))
         elif isinstance(user, Store) and u.index == 1:
             x = user.operand(0)
             if x.type.is_pointer:
@@ -1382,6 +1559,10 @@ def _slot_of(a, dl, period=None):
                 st.floats = True
             else:
                 st.int_stores.append((off, dl.store_size(x.type)))
+        elif isinstance(user, Store) and u.index == 0 and off == 0 and period is None \
+                and not user.volatile:
+            st.held_in.append(user)     # its address kept in another local: see
+            #                             _local_slots
         elif _marker(user):
             pass
         elif isinstance(user, Call) and off == 0 and u.index == 0 \
@@ -1392,7 +1573,7 @@ def _slot_of(a, dl, period=None):
             param, fields, floats = _copied_param(user, off, dl)
             st.copies.append((param, off, fields))
             st.floats |= floats
-        elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off):
+        elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off, depth):
             pass
         elif isinstance(user, Call) \
                 and _read_by_parallel_region(user, u.index) is not None:
@@ -1400,6 +1581,7 @@ def _slot_of(a, dl, period=None):
                 st.floats |= floatish(t)
                 if t.is_pointer:
                     st.ptr_loads.append(None)
+                    st.derefs.append((None, None))
                 elif has_pointer(t):
                     ok = False
         else:

@@ -3,8 +3,9 @@
 enzyme-cc sees the whole program at link time, so an indirect call (a function
 pointer, a C++ virtual call) can only reach a function whose address the program
 takes -- a use other than as the callee of a direct call, outside the
-``__enzyme_*`` registration globals: vtables, function-pointer tables, a pointer
-passed along -- and whose type fits the call: the call's own type, or, for a call
+``__enzyme_*`` registration globals, other than as the function an ``__enzyme_*``
+call differentiates (that call becomes a call of the derivative): vtables,
+function-pointer tables, a pointer passed along -- and whose type fits the call: the call's own type, or, for a call
 through an unprototyped pointer (C's ``double (*)()``, f2c's ``D_fp``, which clang
 calls as ``double (ptr, ...)``), a function without varargs whose parameters are
 the types of the arguments passed; structs passed or returned through memory of the
@@ -36,6 +37,9 @@ def address_taken(fn) -> bool:
         if isinstance(user, Call) and u.index == len(user.operands) - 1 \
                 and user.called_function is fn:
             continue        # a direct call (the callee operand is the last one)
+        if isinstance(user, Call) and u.index == 0 \
+                and (user.callee_name or "").startswith("__enzyme_"):
+            continue        # the function an entry point differentiates
         # a constant (vtable, table of pointers): find the global or instruction using it
         x, depth = user, 0
         while not (x.is_instruction or getattr(x, "is_global", False)) and x.uses \
