@@ -682,3 +682,113 @@ def test_float_packed_with_an_int_passed_as_an_integer_is_an_error(tmp_path, opt
 @pytest.mark.parametrize("opt", OPTS)
 def test_integer_result_into_a_struct_holding_doubles(tmp_path, opt):
     run(tmp_path, INT_FIELD_BESIDE_A_DOUBLE, opt)
+
+
+# ------------------------------------------------------ doubles moved as bytes (round AJ)
+# Portable C moves elements of unknown type byte by byte: a generic heap's or sort's swap
+# (``unsigned char t = *p; *p++ = *q; *q++ = t;``), a byte-copy loop.  Only 32- and
+# 64-bit integer copies were checked against what the memory holds: a byte copy of
+# doubles moved no adjoint (dx = 0 for 3, the swap never undone; Enzyme 15 refuses).
+# Bytes of a double cannot carry its adjoint, so such a copy is an error in reverse mode
+# (forward mode copies the tangent's bytes along, and is right).  At -O2 LLVM reads the
+# doubles whole and stores their bytes shifted out of the bits: an error in both modes.
+BYTE_COPY = r"""
+static void byte_copy(void *dst, const void *src, unsigned long size) {
+    unsigned char *p = dst; const unsigned char *q = src;
+    while (size--) *p++ = *q++;
+}
+double f(double *x, double *y, unsigned long size) { byte_copy(y, x, size); return 3.0 * y[0]; }
+int main(void) {
+    double x = 1, y = 2, dx = 0, dy = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy,
+                      enzyme_const, sizeof(double));
+    return 0;
+}
+"""
+
+BYTE_SWAP_SORT = r"""
+static void swap_bytes(char *a, char *b, size_t size) {
+    do { char t = *a; *a++ = *b; *b++ = t; } while (--size > 0);
+}
+static void gen_isort(void *base, size_t nmemb, size_t size,
+                      int (*cmp)(const void *, const void *)) {
+    char *b = base;
+    for (size_t i = 1; i < nmemb; i++)
+        for (size_t j = i; j > 0 && cmp(b + (j - 1) * size, b + j * size) > 0; j--)
+            swap_bytes(b + (j - 1) * size, b + j * size, size);
+}
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+double f(const double *x, int m) {
+    double *y = malloc(m * sizeof(double));
+    for (int k = 0; k < m; k++) y[k] = x[k] * x[k];
+    gen_isort(y, m, sizeof(double), cmp_double);
+    double r = 1.0 * y[0] + 10.0 * y[1] + 100.0 * y[2];
+    free(y);
+    return r;
+}
+int main(void) {
+    double x[3] = { 3, 1, 2 };
+    for (int k = 0; k < 3; k++) {
+        double t[3] = { 0, 0, 0 };
+        t[k] = 1;
+        check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, 3),
+              2 * x[k] * (k == 0 ? 100 : k == 1 ? 1 : 10));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_doubles_moved_as_bytes_are_an_error(tmp_path, opt):
+    err = build_error(tmp_path, BYTE_COPY, opt)
+    assert "an integer-typed copy of memory that may hold floating-point values" in err, err
+    if opt == "-O0":
+        run(tmp_path, BYTE_SWAP_SORT, opt)
+    else:
+        err = build_error(tmp_path, BYTE_SWAP_SORT, opt)
+        assert "floating-point values moved through integer operations" in err, err
+
+
+# Round AL: a 2D array of cells, each with a pointer into a ``static const double``
+# table beside the active weight and an integer, passed to an out-of-line energy: at -O0
+# the array is not followed field by field, the table's pointer went into the cells'
+# shadow as its own "shadow", and the reverse sweep accumulated adjoints into the
+# read-only table (a segfault; writable data would have been overwritten).  Read-only
+# data holding floats is not its own shadow any more: -O0 is the "mixed" error, -O2
+# (where the cells are followed) is right.
+CELLS_2D = r"""
+typedef struct { double w; const double *geom; int n; } Cell;
+static const double GEOM[4] = { 1, 2, 3, 4 };
+__attribute__((noinline)) static double e(const Cell *a) { return a->w * a->w * a->geom[0]; }
+void f(const double *x, double *out) {
+    Cell g[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            int c = 2 * i + j;
+            g[i][j].w = x[c]; g[i][j].geom = GEOM + c; g[i][j].n = 3;
+        }
+    double s = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) s += e(&g[i][j]);
+    *out = s;
+}
+int main(void) {
+    double x[4] = { 1, 2, 3, 4 }, dx[4] = { 0 }, o, d_o = 1;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, &o, &d_o);
+    for (int k = 0; k < 4; k++) check("dx", dx[k], 2 * x[k] * GEOM[k]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_read_only_table_in_cells_is_not_its_own_shadow(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, CELLS_2D, opt)
+        assert "is mixed with pointers that have shadows" in err, err
+    else:
+        run(tmp_path, CELLS_2D, opt)

@@ -299,7 +299,7 @@ class AugmentedForward:
                 Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width >= 32 and not self._int_by_layout(v):
+                    and v.type.width >= 8 and not self._int_by_layout(v):
                 w = v.type.width
                 kinds = _int_copy_kinds([v.operand(0), p], w)
                 if _no_float_of_width(kinds, w):
@@ -322,7 +322,7 @@ class AugmentedForward:
                                    "integers, or never shows the type of (a char "
                                    "buffer): copy the values with their own type (assign "
                                    "the double or the struct) instead of as bytes")
-            elif isinstance(v, Select) and v.type.is_int and v.type.width >= 32:
+            elif isinstance(v, Select) and v.type.is_int and v.type.width >= 8:
                 self._select_copy(v, inst, p)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \

@@ -394,7 +394,8 @@ def _becomes_float(value, limit=16) -> bool:
 
 def _holds_a_float(module, p, size, exclude) -> bool:
     """Whether the byte-offset analysis finds a float -- and nothing else -- in some
-    aligned 4 or 8 bytes of the ``size`` stored to ``p`` (a temporary copied on, clang's
+    aligned 4 or 8 bytes of the ``size`` stored to ``p``, or, for fewer bytes, in the
+    bytes stored (a temporary copied on, clang's
     -O0 code for a returned struct, is what it is copied to).  A field of a struct that
     also holds doubles is no float; bytes where the analysis has met both (libc++'s
     list keeps its size where its nodes keep their values) say nothing."""
@@ -404,7 +405,9 @@ def _holds_a_float(module, p, size, exclude) -> bool:
         for off in range(0, size - n + 1, n):
             if types.kinds(p, off, n, exclude) == {kind}:
                 return True
-    return False
+    # fewer bytes than a float, where one is (a byte-by-byte swap of doubles: the other
+    # bytes' stores are what makes them look like integers too)
+    return size < 4 and bool(types.kinds(p, 0, size, exclude) & {"double", "float"})
 
 
 _INT_ARITHMETIC = (I.BinaryOp, I.Phi, I.Select, I.Freeze)

@@ -46,7 +46,7 @@ from .emit import (Emitter, Lazy, acc_zero, keep_byval, loaded_own_shadow,
                    made_of_own_shadows, no_pointer_set_yet, returns_own_shadows,
                    scratch_sink)
 from .errors import ADError, inst_location, struct_return_error
-from .reverse_common import _PURE, _defined, _is_const, _mutable_data_global
+from .reverse_common import _PURE, _defined, _is_const, _float_data_global, _mutable_data_global
 from .runtime import runtime_function
 from .rules import libm_rule, reduction_rule
 from .adjoint import AdjointSweep
@@ -335,10 +335,10 @@ class ReverseGen:
 
     def _own_shadow(self, c) -> bool:
         """A constant pointer that is its own shadow: null, or a pointer into no
-        writable data that holds floats or pointers and into no global with a shadow
-        global (a function, read-only or float-free data)."""
+        writable data that holds floats or pointers, no read-only floats and no global
+        with a shadow global (a function, a vtable, read-only or float-free data)."""
         return isinstance(c, (ConstantNull, Undef, Poison)) or c.type.is_pointer \
-            and not _mutable_data_global(c) \
+            and not _mutable_data_global(c) and not _float_data_global(c) \
             and shadow_constant(c, self.ctx.shadow_globals) is None
 
     def _sh_aug(self, v, where):

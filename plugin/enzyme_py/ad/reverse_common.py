@@ -65,6 +65,19 @@ def _mutable_data_global(v):
         floatish(v.value_type) or has_pointer(v.value_type))
 
 
+def _float_data_global(v):
+    """Whether ``v`` (a constant pointer) points into a read-only global holding
+    floating-point values (``static const double GEOM[]``): a derivative read or
+    accumulated through a pointer into it needs a shadow of its own -- the primal
+    would give its values as tangents and take adjoints into read-only memory."""
+    from ..ir.module import GlobalVariable
+    for _ in range(16):
+        if v.is_global or not v.operands:
+            break
+        v = v.operand(0)
+    return isinstance(v, GlobalVariable) and v.is_constant and floatish(v.value_type)
+
+
 def _dead_pointer_web(S):
     """``S`` and the GEPs/casts derived from it when nothing else uses them, else None."""
     if S is None or not S.is_instruction:
