@@ -753,6 +753,38 @@ def test_doubles_moved_as_bytes_are_an_error(tmp_path, opt):
         assert "floating-point values moved through integer operations" in err, err
 
 
+# Round AK: a model kept in a global, its weights loaded from the differentiated
+# parameters with ``memcpy`` (``std::copy`` into a ``std::vector`` member): the block has
+# no shadow, and the gradient came out 0 without a word, where the same copy as a loop
+# of stores is refused.  A copy of floating-point values with derivatives into memory
+# without a shadow is the same error now, in both modes.
+COPY_INTO_GLOBAL_MODEL = r"""
+typedef struct { int n; double *w; } Layer;
+static Layer *g_layer;
+double loss(const double *params, const double *x) {
+    memcpy(g_layer->w, params, g_layer->n * sizeof(double));
+    double s = 0;
+    for (int i = 0; i < g_layer->n; i++) s += g_layer->w[i] * x[i];
+    return s * s;
+}
+int main(void) {
+    Layer L = { 3, malloc(3 * sizeof(double)) };
+    g_layer = &L;
+    double p[3] = { 1, 2, 3 }, dp[3] = { 0 }, x[3] = { 0.5, -1, 2 }, dx[3] = { 0 };
+    __enzyme_autodiff((void *)loss, enzyme_dup, p, dp, enzyme_dup, x, dx);
+    __enzyme_fwddiff((void *)loss, enzyme_dup, p, dp, enzyme_dup, x, dx);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_copy_into_memory_without_a_shadow_is_an_error(tmp_path, opt):
+    err = build_error(tmp_path, COPY_INTO_GLOBAL_MODEL, opt)
+    assert "memcpy copies floating-point values that carry derivatives into memory that " \
+           "has no shadow" in err, err
+
+
 # Round AL: a 2D array of cells, each with a pointer into a ``static const double``
 # table beside the active weight and an integer, passed to an out-of-line energy: at -O0
 # the array is not followed field by field, the table's pointer went into the cells'

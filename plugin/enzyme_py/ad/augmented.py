@@ -19,7 +19,8 @@ from .sort import aug_qsort
 from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_address,
                    sync_text_objects)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
-                     check_pointer_escape, unshadowed_atomic_error, unshadowed_store_error)
+                     check_copy_into_unshadowed, check_pointer_escape, unshadowed_atomic_error,
+                     unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
 from .libc import fill_shadow, shadowed_writes, written
@@ -514,6 +515,13 @@ class AugmentedForward:
                     c.insert_after(A)
                 elif kind == "mixed":
                     self._aug_mixed_copy(inst, A)
+            elif mem != "memset":
+                hooks = self.ctx.hooks
+                check_copy_into_unshadowed(
+                    inst, act, self.ctx.err_loc(inst),
+                    hooks.reg.inactive_globals if hooks is not None else (),
+                    self.P in getattr(self.ctx, "entries", ())
+                    and act.write_only_argument(args[0]))
             return
         if eff is not None and eff.writes:
             ws = shadowed_writes(inst, lambda v: v in act.shadowed, self.ctx.err_loc(inst))

@@ -60,6 +60,37 @@ def unshadowed_store_error(p, location) -> ADError:
                         "keep them in a local array")
 
 
+def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
+                               write_only=False) -> None:
+    """``memcpy``/``memmove`` from memory with a shadow that holds floating-point values
+    into memory without one (an ``enzyme_const`` buffer, a block reached through a global
+    that gets no shadow global, read back by the differentiated code): their derivatives
+    would stay behind, as for a store (``unshadowed_store_error``).  No error for a local
+    whose values reach no output (``unshadowed_locals``), an inactive global, or
+    (``write_only``) an ``enzyme_const`` output nothing here reads back."""
+    from ..analysis.activity import underlying_object
+    from ..analysis.types import memory_kinds
+    from ..ir.values import ConstantInt
+    dst, src, n = inst.args[0], inst.args[1], inst.args[2]
+    if src not in act.shadowed or dst in act.shadowed or dst in act.unshadowed_locals \
+            or write_only:
+        return
+    base = underlying_object(dst)
+    if base.is_global and base.name in inactive_globals:
+        return
+    size = n.value if isinstance(n, ConstantInt) else None
+    if size == 0 or not memory_kinds([src], size=size) & {"double", "float", "float-other"}:
+        return
+    name = (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
+    raise ADError(f"{name} copies floating-point values that carry derivatives into memory "
+                  "that has no shadow (an enzyme_const argument, or a global that gets no "
+                  "shadow global: one holding pointers or defined outside the program)",
+                  location=location,
+                  hint="pass the destination with enzyme_dup and a shadow; for a model "
+                       "object kept in a global, pass it (or its weights) to the "
+                       "differentiated function instead")
+
+
 def check_pointer_escape(v, p, act, rctx, location) -> None:
     """A pointer with a shadow (``v``) stored into a writable global without a shadow
     global (``p`` points into it) that the differentiated code reads pointers from: a

@@ -39,7 +39,7 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    scratch_sink, sync_text_objects, zero)
 from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
                      struct_return_error, unshadowed_atomic_error, unshadowed_store_error,
-                     check_pointer_escape)
+                     check_copy_into_unshadowed, check_pointer_escape)
 from .kinds import check as check_kind, check_never
 from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
@@ -602,6 +602,11 @@ class ForwardGen:
                         # (not where the shadow is the primal memory: libc.unless_own_shadow)
                         self._memset0(dsts[k], unless_own_shadow(e, dsts[k], self.P_(args[0]),
                                                                  self.P_(args[2])))
+            elif mem != "memset":
+                check_copy_into_unshadowed(
+                    inst, act, self.ctx.err_loc(inst), reg.inactive_globals,
+                    self.P in getattr(self.ctx.rctx, "entries", ())
+                    and act.write_only_argument(args[0]))
             return
         if not self._involved(inst):
             self.ctx.rctx.call_original(A)
