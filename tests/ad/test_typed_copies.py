@@ -76,3 +76,72 @@ def test_small_structs_of_floats_copied_as_integers(tmp_path, opt):
     assert v["top2"] == pytest.approx([0, 6, 0, 9, 0, 15])
     # after the swap a[0] is the old a[1]: f = 3 a1.x + a0.y
     assert v["swap"] == [0, 1, 3, 0]
+
+
+# Round AL: a double kept as its bits -- boxed into a ``uint64_t`` by a memcpy helper and
+# replaced on one path by another box or an integer constant (a phi or select of
+# ``i64`` between ``bitcast``s), a NaN-boxed interpreter's ``uint64_t`` stack slots
+# (``store i64 (bitcast double)``, read back by an ``i64`` load bitcast to double beside
+# the tag test) -- came out with a derivative of 0 at -O0 and -O2, silently (Enzyme 15
+# right).  The merges and the stores move the floats themselves now (``typed_copies.
+# retype_float_merges``, ``retype_float_stores``).
+BOXED = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+int enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+__attribute__((noinline)) static uint64_t box(double d) { uint64_t v; memcpy(&v, &d, 8); return v; }
+static double unbox(uint64_t v) { double d; memcpy(&d, &v, 8); return d; }
+double rebox(double x, int k) {                   /* a phi of two boxes */
+    uint64_t v = box(x);
+    if (!k) v = box(2.0);
+    return unbox(v) * unbox(v);
+}
+double maybe_two(double x, int k) {               /* a select with the bits of 2.0 */
+    uint64_t v = box(x * 3.0);
+    if (!k) v = 0x4000000000000000ULL;
+    return unbox(v) * x;
+}
+#define TAG_INT 0x7ff9000000000000ULL
+#define is_int(v) (((v) & 0xffff000000000000ULL) == TAG_INT)
+#define num(v) (is_int(v) ? (double)(int32_t)(v) : unbox(v))
+double vm(double a, double b) {                   /* NaN-boxed stack slots */
+    uint64_t stack[8];
+    int sp = 0;
+    stack[sp++] = box(a);
+    stack[sp++] = TAG_INT | 3u;
+    stack[sp++] = box(b);
+    for (int op = 0; op < 2; op++) {              /* mul, then add */
+        uint64_t vy = stack[--sp], vx = stack[--sp];
+        double y = num(vy), x = num(vx);
+        double r = op == 0 ? x * y : x + y;
+        uint64_t out;
+        memcpy(&out, &r, 8);
+        stack[sp++] = out;
+    }
+    return num(stack[0]) * a;
+}
+int main(void) {
+    printf("rebox %.12g %.12g\n", __enzyme_autodiff((void *)rebox, 0.7, enzyme_const, 1),
+           __enzyme_fwddiff((void *)rebox, 0.7, 1.0, enzyme_const, 1));
+    printf("maybe_two %.12g %.12g\n",
+           __enzyme_autodiff((void *)maybe_two, 0.7, enzyme_const, 1),
+           __enzyme_fwddiff((void *)maybe_two, 0.7, 1.0, enzyme_const, 1));
+    printf("vm %.12g %.12g\n", __enzyme_autodiff((void *)vm, 0.7, enzyme_const, 1.3),
+           __enzyme_fwddiff((void *)vm, 0.7, 1.0, enzyme_const, 1.3));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_doubles_kept_as_their_bits(tmp_path, opt):
+    out = build_and_run(tmp_path, BOXED, opt)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = parse_values(out.stdout)
+    # rebox: x^2 -> 2x; maybe_two: 3x * x -> 6x; vm: (a + 3 b) a -> 2a + 3b
+    assert got["rebox"] == pytest.approx([1.4, 1.4], rel=1e-12)
+    assert got["maybe_two"] == pytest.approx([4.2, 4.2], rel=1e-12)
+    assert got["vm"] == pytest.approx([2 * 0.7 + 3 * 1.3] * 2, rel=1e-12)

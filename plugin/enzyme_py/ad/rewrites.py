@@ -6,7 +6,8 @@ read and written at the same points -- and changes nothing where its pattern is
 absent; together they give the generators code in the forms they differentiate:
 calls that do not unwind, the C library's complex functions as real arithmetic, SIMD
 memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and pointers
-moved as integers back in their own types.  (Two more run on a whole set of copies,
+moved as integers (also merged by phis and selects, and stored into integer slots)
+back in their own types.  (Two more run on a whole set of copies,
 beside this list: ``abi.retype_float_abi`` before it -- unions of a double passed as
 an ``i64`` across calls -- and after it ``align_locals`` -- locals as aligned as the
 vector accesses of the copies, so that their shadows are aligned where they are -- and
@@ -30,7 +31,9 @@ REWRITES = (
     ("complex library calls", "complex", "redirect_complex_calls"),
     ("masked vector memory, horizontal adds", "simd", "lower_simd"),
     ("sign masks on float bits", "sign_bits", "rewrite_sign_masks"),
+    ("floats stored as integers", "typed_copies", "retype_float_stores"),
     ("floats moved as integer lanes", "typed_copies", "retype_float_lanes"),
+    ("floats merged as integers", "typed_copies", "retype_float_merges"),
     ("pointers moved as integers", "typed_copies", "retype_pointer_moves"),
 )
 

@@ -28,7 +28,9 @@ from ..ir import types as T
 from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
 from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef
 
-__all__ = ["split_integer_copies", "retype_float_lanes", "retype_pointer_moves",
+__all__ = ["split_integer_copies", "retype_float_lanes", "retype_float_merges",
+           "retype_float_stores",
+           "retype_pointer_moves",
            "replace_with_floats", "fold_bitcast_pairs"]
 
 _FIELD = {"float": (T.float, 4), "double": (T.double, 8), "int": (T.i32, 4),
@@ -359,6 +361,129 @@ def retype_float_lanes(fn) -> int:
                 and _retype_load(ld, module):
             n += 1
     return n
+
+
+# Floats merged as integers.  A value kept as its bits (a NaN-boxed interpreter's
+# ``uint64_t`` slot, a ``union { double d; uint64_t u; }`` assigned on two paths) reaches
+# a phi or select as an ``i64`` made by ``bitcast`` from a double, and leaves it by a
+# ``bitcast`` back: the derivative, which follows floats, did not cross the merge (a
+# gradient of 0, silently).  Where every value merged is such a bitcast (or a constant,
+# or another such merge) and every use a bitcast back (or another such merge), the
+# merges become merges of the floats.
+
+
+def retype_float_stores(fn) -> int:
+    """``store (bitcast F x to iN), p`` (a double boxed into a ``uint64_t`` slot) stores
+    ``x`` itself: the same bytes, now typed, so its derivative follows into the
+    memory's shadow (and an integer load of it, only bitcast back, is retyped by
+    ``retype_float_lanes``).  Returns how many stores were retyped."""
+    n = 0
+    for st in [i for i in fn.instructions() if isinstance(i, Store)]:
+        v = st.operand(0)
+        if isinstance(v, Cast) and v.opcode == "bitcast" and v.type.is_int \
+                and v.operand(0).type.is_float and not st.volatile and not st.ordering:
+            st.set_operand(0, v.operand(0))
+            st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
+            if not v.uses:
+                v.erase()
+            n += 1
+    return n
+
+
+def retype_float_merges(fn) -> int:
+    """Merge as floats the integer phis and selects of ``fn`` that only choose between
+    a float's bits (see above); return how many webs of merges were retyped."""
+    from ..ir.instructions import Phi, Select
+    n = 0
+    for c in list(fn.instructions()):
+        if c.parent is None or not (isinstance(c, Cast) and c.opcode == "bitcast"
+                                    and c.type.is_float and c.type.kind in ("double", "float")):
+            continue
+        m = c.operand(0)
+        if isinstance(m, (Phi, Select)) and m.parent is not None and m.type.is_int:
+            web = _float_merge_web(m, c.type)
+            if web is not None:
+                _retype_merges(web, c.type)
+                n += 1
+    return n
+
+
+def _float_merge_web(start, fty, limit=64):
+    """The phis and selects ``start`` is merged with that only move ``fty``'s bits,
+    or None."""
+    from ..ir.instructions import Phi, Select
+    web, work, leaves = [], [start], 0
+    while work:
+        v = work.pop()
+        if v in web:
+            continue
+        web.append(v)
+        if len(web) > limit:
+            return None
+        for x in ([x for x, _ in v.incoming] if isinstance(v, Phi) else v.operands[1:]):
+            if isinstance(x, (Phi, Select)) and x.type == v.type:
+                work.append(x)
+            elif isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == fty:
+                leaves += 1
+            elif not isinstance(x, (ConstantInt, Undef, Poison)):
+                return None
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (Phi, Select)) and user.type == v.type \
+                    and not (isinstance(user, Select) and u.index == 0):
+                work.append(user)
+            elif not (isinstance(user, Cast) and user.opcode == "bitcast"
+                      and user.type == fty):
+                return None
+    return web if leaves else None
+
+
+def _float_of_bits(x, fty, before):
+    """The ``fty`` value whose bits the integer ``x`` (a bitcast of one, a constant) is,
+    made before the instruction ``before`` where it takes an instruction."""
+    import struct
+    from ..ir.values import ConstantFP
+    if isinstance(x, Cast):
+        return x.operand(0)
+    if isinstance(x, (Undef, Poison)):
+        return type(x)(fty)
+    bits = x.value & ((1 << x.type.width) - 1)
+    if fty.kind == "double":
+        return ConstantFP(fty, text="0x{:016X}".format(bits))
+    from .emit import Emitter
+    e = Emitter(before.parent.parent.parent)
+    e.position_before(before)
+    return e.cast("bitcast", x, fty)
+
+
+def _retype_merges(web, fty) -> None:
+    from ..ir.instructions import Phi, Select
+    new = {}
+    for v in web:
+        n = Phi(fty) if isinstance(v, Phi) else Select(v.operand(0), Poison(fty), Poison(fty))
+        n.insert_before(v)
+        new[v] = n
+    for v, n in new.items():
+        if isinstance(v, Phi):
+            for x, b in v.incoming:
+                n.add_incoming(new.get(x) or _float_of_bits(x, fty, b.terminator), b)
+        else:
+            for k in (1, 2):
+                x = v.operand(k)
+                n.set_operand(k, new.get(x) or _float_of_bits(x, fty, n))
+    for v, n in new.items():
+        for u in list(v.uses):
+            if isinstance(u.user, Cast) and u.user.parent is not None:
+                u.user.replace_all_uses_with(n)
+                u.user.erase()
+    leaves = {x for v in web for x in v.operands if isinstance(x, Cast)}
+    for v in web:
+        v.replace_all_uses_with(Poison(v.type))
+    for v in web:
+        v.erase()
+    for x in leaves:
+        if x.parent is not None and not x.uses:
+            x.erase()
 
 
 # Pointers moved as integers.  A C++ view holding one reference (Eigen's ``Transpose``,
