@@ -824,3 +824,82 @@ def test_read_only_table_in_cells_is_not_its_own_shadow(tmp_path, opt):
         assert "is mixed with pointers that have shadows" in err, err
     else:
         run(tmp_path, CELLS_2D, opt)
+
+
+# ... the same where the doubles are seen only through a comparator called by pointer
+# (a generic heap of {double key; int id}): the copies' own byte accesses made the
+# memory look like integers; the byte-offset analysis's floats at those bytes count
+# now.  And a swap through a ``unsigned char t[64]`` temporary with ``memcpy``: the
+# buffer's declared type said "integers", the copies moved no adjoint at -O0 (dx = {3,
+# 1} for {1, 3}); a char buffer's type says nothing about what it holds any more.
+GENERIC_HEAP = r"""
+typedef int (*cmp_fn)(const void *, const void *);
+typedef struct { char *base; size_t n, size; cmp_fn cmp; } gheap;
+static void byte_swap(void *a, void *b, size_t size) {
+    unsigned char *p = a, *q = b;
+    while (size--) { unsigned char t = *p; *p++ = *q; *q++ = t; }
+}
+#define AT(h, i) ((h)->base + (i) * (h)->size)
+static void push(gheap *h, const void *elem) {
+    memcpy(AT(h, h->n), elem, h->size);
+    size_t i = h->n++;
+    while (i && h->cmp(AT(h, (i - 1) / 2), AT(h, i)) > 0) {
+        byte_swap(AT(h, (i - 1) / 2), AT(h, i), h->size);
+        i = (i - 1) / 2;
+    }
+}
+typedef struct { double key; int id; } kv;
+static int kv_cmp(const void *a, const void *b) {
+    double x = ((const kv *)a)->key, y = ((const kv *)b)->key;
+    return (x > y) - (x < y);
+}
+double smallest(const double *x, int n) {
+    gheap h = { malloc(n * sizeof(kv)), 0, sizeof(kv), kv_cmp };
+    for (int i = 0; i < n; i++) { kv e = { x[i] * x[i], i }; push(&h, &e); }
+    double r = ((kv *)h.base)->key;
+    free(h.base);
+    return r;
+}
+int main(void) {
+    double x[4] = { 3, -1, 2, 5 }, dx[4] = { 0 };
+    __enzyme_autodiff((void *)smallest, enzyme_dup, x, dx, enzyme_const, 4);
+    return 0;
+}
+"""
+
+CHAR_TEMP_SWAP = r"""
+typedef struct { char *base; size_t n, size; } gvec;
+static void push(gvec *h, const void *e) {
+    memcpy(h->base + h->n * h->size, e, h->size);
+    h->n++;
+}
+static void mem_swap(void *a, void *b, size_t size) {
+    unsigned char t[64];
+    memcpy(t, a, size); memcpy(a, b, size); memcpy(b, t, size);
+}
+double f(const double *x, size_t size) {
+    gvec h = { malloc(2 * size), 0, size };
+    for (int i = 0; i < 2; i++) push(&h, &x[i]);
+    mem_swap(h.base, h.base + size, size);
+    double r = 3.0 * ((double *)h.base)[0] + ((double *)h.base)[1];
+    free(h.base);
+    return r;
+}
+int main(void) {
+    double x[2] = { 1, 2 }, dx[2] = { 0, 0 }, t[2] = { 0, 1 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, sizeof(double));
+    check("rev dx0", dx[0], 1);
+    check("rev dx1", dx[1], 3);
+    check("fwd dx1", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const,
+                                        sizeof(double)), 3);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_generic_containers_moving_doubles_as_bytes(tmp_path, opt):
+    err = build_error(tmp_path, GENERIC_HEAP, opt)
+    assert "an integer-typed copy of memory that may hold floating-point values" in err \
+        or "floating-point values moved through integer operations" in err, err
+    run(tmp_path, CHAR_TEMP_SWAP, opt)

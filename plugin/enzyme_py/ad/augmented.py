@@ -32,8 +32,16 @@ def _int_copy_kinds(ptrs, w) -> set:
     """What the memory an integer of ``w`` bits is copied between holds: the objects'
     kinds, or, where those admit a floating-point value of that width, the byte-offset
     analysis's for exactly the ``w // 8`` bytes moved."""
-    from ..analysis.types import byte_kinds, memory_kinds
+    from ..analysis.types import byte_kinds, function_of, memory_kinds, pointee_kinds
     kinds = memory_kinds(ptrs)
+    if w < 32:
+        # a byte of a float copied on its own (a generic swap, byte by byte): the
+        # copies' own accesses say "integer" -- any float the byte-offset analysis
+        # finds at those bytes counts too
+        fn = next((f for f in map(function_of, ptrs) if f is not None), None)
+        if fn is not None:
+            kinds = kinds | pointee_kinds(fn.parent, ptrs, w // 8)
+        return kinds
     return kinds if _no_float_of_width(kinds, w) else byte_kinds(ptrs, w // 8, kinds)
 
 

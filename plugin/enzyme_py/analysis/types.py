@@ -153,11 +153,14 @@ def memory_kinds(ptrs, limit=4096, exclude=None, size=None) -> set:
     """``exclude``: an access not to count (the one being asked about).  Where the
     objects show no typed access, the byte-offset analysis answers for the ``size``
     bytes at each pointer (None: to the end of the object; not with ``exclude``)."""
-    kinds = _object_kinds(ptrs, limit, exclude)
+    bytes_seen: list = []
+    kinds = _object_kinds(ptrs, limit, exclude, bytes_seen)
     if not kinds and exclude is None:
         module = next((m for m in map(_module_of, ptrs) if m is not None), None)
         if module is not None:
             kinds = pointee_kinds(module, ptrs, size)
+    if not kinds and bytes_seen:
+        kinds = {"int"}     # only char buffers, and nothing says what they hold
     return kinds
 
 
@@ -181,7 +184,17 @@ def _unmixed(kinds) -> bool:
     return bool(kinds) and len(kinds - {"int"}) <= 1
 
 
-def _object_kinds(ptrs, limit, exclude) -> set:
+def _byte_buffer(ty) -> bool:
+    """``char``/``unsigned char`` or an array of them: C's type for bytes of anything."""
+    while ty.is_array:
+        ty = ty.element
+    return ty.is_int and ty.width == 8
+
+
+def _object_kinds(ptrs, limit, exclude, bytes_seen=None) -> set:
+    """The kinds of the objects ``ptrs`` point into, from their declared types and typed
+    accesses; a local ``char`` buffer's declared type says nothing (a generic swap's
+    ``unsigned char t[64]``): it goes to ``bytes_seen`` instead."""
     kinds: set = set()
     roots = []
     for p in ptrs:
@@ -196,7 +209,10 @@ def _object_kinds(ptrs, limit, exclude) -> set:
         if isinstance(v, (ConstantNull, Undef, Poison)):
             continue    # not memory: its uses are every null of the module
         if isinstance(v, Alloca):
-            scalar_kinds(v.allocated_type, kinds)
+            if _byte_buffer(v.allocated_type) and bytes_seen is not None:
+                bytes_seen.append(v)
+            else:
+                scalar_kinds(v.allocated_type, kinds)
         elif isinstance(v, Argument) and v.parent is not None:
             # up: what the callers pass
             for a in _passed(v):
