@@ -788,3 +788,42 @@ def test_params_struct_two_levels_down(tmp_path, opt):
     run(tmp_path, GSL_FUNCTION, opt)
     run(tmp_path, WORKSPACE_DRIVER, opt)
     refused_as_mixed(tmp_path, GSL_FUNCTION_SWITCHED, opt)
+
+
+# Round AL: the heap problem struct as C code writes it -- ``if (!pr) return 0;`` after
+# the malloc, freed by a ``problem_free`` helper -- was refused as "mixed" at -O0 and
+# -O2 (Enzyme 15 right): the address compared with null, and the block passed to a
+# function that frees it, stopped the block being followed.
+HEAP_PROBLEM_CHECKED = r"""
+typedef struct { const double *t; double *theta; int n; } Problem;
+__attribute__((noinline)) static double body(const Problem *pr) {
+    double s = 0;
+    for (int i = 0; i < pr->n; i++) s += pr->theta[0] * pr->t[i] * pr->theta[1];
+    return s * s;
+}
+__attribute__((noinline)) static void problem_free(Problem *p) { free(p); }
+double loss(double *theta, const double *t, int n) {
+    Problem *pr = malloc(sizeof *pr);
+    if (!pr) return 0;
+    pr->t = t; pr->theta = theta; pr->n = n;
+    double v = body(pr);
+    problem_free(pr);
+    return v;
+}
+int main(void) {
+    double t[3] = { 0.5, 0.25, 2 }, th[2] = { 1.5, -0.5 }, d[2] = { 0 }, e[2] = { 0, 1 };
+    double s = 2.75 * th[0] * th[1];
+    __enzyme_autodiff((void *)loss, enzyme_dup, th, d, enzyme_const, t, enzyme_const, 3);
+    check("rev d0", d[0], 2 * s * 2.75 * th[1]);
+    check("rev d1", d[1], 2 * s * 2.75 * th[0]);
+    check("fwd d1", __enzyme_fwddiff_d((void *)loss, enzyme_dup, th, e, enzyme_const, t,
+                                       enzyme_const, 3), 2 * s * 2.75 * th[0]);
+    check("t intact", t[0] + t[1] + t[2], 2.75);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_problem_struct_on_the_heap_checked_and_freed_by_a_helper(tmp_path, opt):
+    run(tmp_path, HEAP_PROBLEM_CHECKED, opt)

@@ -1299,6 +1299,9 @@ def _memory_summary(call, root, param, depth):
                 out.returned = True
             elif isinstance(user, ICmp):
                 continue
+            elif isinstance(user, Call) and u.index == 0 and off == 0 \
+                    and (user.callee_name or "") in FREE_NAMES:
+                continue    # the caller's block freed here (a ``problem_free`` helper)
             elif isinstance(user, Call) and u.index < user.num_args:
                 sub = _param_summary(user, u.index, depth - 1)
                 if sub is None:
@@ -1563,8 +1566,8 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
                 and not user.volatile:
             st.held_in.append(user)     # its address kept in another local: see
             #                             _local_slots
-        elif _marker(user):
-            pass
+        elif _marker(user) or isinstance(user, ICmp):
+            pass        # (an address compared: ``if (!p) return``)
         elif isinstance(user, Call) and off == 0 and u.index == 0 \
                 and (user.callee_name or "") in FREE_NAMES and not isinstance(a, Alloca):
             pass        # the block freed
