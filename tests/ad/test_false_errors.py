@@ -1863,3 +1863,52 @@ def test_local_params_kept_in_a_global_pointer(tmp_path, opt):
         assert "global 'g_params'" in err and "the address of a local variable" in err, err
     else:   # the driver and the thunk inline: nothing is kept in the global
         run(tmp_path, PARAMS_IN_A_GLOBAL, opt)
+
+
+# Round AK: llama2.c's ``Transformer t; t.config = *cfg;`` -- a struct of ints from an
+# enzyme_const pointer copied into a local that also holds float pointers (the run
+# state): at -O0 the byte-offset analysis merged the copied bytes with the pointers
+# beside them, and the copy was refused as "memcpy of pointers from memory without a
+# shadow" (Enzyme 15 right).  The declared layout of the destination -- only integer
+# fields at those bytes -- says it moves integers.
+CONFIG_COPY = r"""
+typedef struct { int dim, n_layers, n_heads, seq_len; } Config;
+typedef struct { float *q, *k; } RunState;
+typedef struct { Config config; RunState state; } Transformer;
+static void rope(Transformer *t, int pos) {
+    Config *p = &t->config; RunState *s = &t->state;
+    for (int l = 0; l < p->n_layers; l++)
+        for (int i = 0; i < p->dim; i += 2) {
+            float fcr = cosf(pos * 0.5f), fci = sinf(pos * 0.5f);
+            for (int v = 0; v < 2; v++) {
+                float *vec = v == 0 ? s->q : s->k;
+                float v0 = vec[i], v1 = vec[i + 1];
+                vec[i] = v0 * fcr - v1 * fci;
+                vec[i + 1] = v0 * fci + v1 * fcr;
+            }
+        }
+}
+float loss(float *params, Config *cfg, int n_tokens) {
+    Transformer t;
+    t.config = *cfg;
+    t.state.q = params; t.state.k = params + 2;
+    for (int pos = 0; pos < n_tokens; pos++) rope(&t, pos);
+    return params[0] + 2 * params[1] + 3 * params[2] + 4 * params[3];
+}
+int main(void) {
+    Config c = { 2, 1, 1, 4 };
+    float p[4] = { 1, 2, 3, 4 }, dp[4] = { 0 };
+    __enzyme_autodiff((void *)loss, enzyme_dup, p, dp, enzyme_const, &c, enzyme_const, 3);
+    double c15 = cos(1.5), s15 = sin(1.5);   /* R(1.5)^T applied to (1, 2) and (3, 4) */
+    check("dp0", dp[0], c15 + 2 * s15);
+    check("dp1", dp[1], -s15 + 2 * c15);
+    check("dp2", dp[2], 3 * c15 + 4 * s15);
+    check("dp3", dp[3], -3 * s15 + 4 * c15);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_of_ints_copied_into_a_struct_with_pointers(tmp_path, opt):
+    run(tmp_path, CONFIG_COPY, opt)

@@ -644,7 +644,16 @@ class AugmentedForward:
     def _moves_only_integers(self, inst) -> bool:
         """Whether the byte-offset analysis finds only integers in exactly the bytes a
         memcpy moves, at both ends (the objects' kinds, which say 'ptr' for an object
-        holding pointers and integers, do not look at offsets)."""
+        holding pointers and integers, do not look at offsets), or the declared layout
+        of either end has only integer fields there (llama2.c's ``t.config = *cfg``: a
+        struct of ints copied into a struct that also holds pointers, whose bytes the
+        byte-offset analysis merges with the pointers next to them at -O0)."""
+        from ..analysis.types import layout_kinds
+        n = inst.args[2]
+        if isinstance(n, ConstantInt) and any(
+                layout_kinds(p, n.value, self.ctx.module.datalayout) == {"int"}
+                for p in inst.args[:2]):
+            return True
         return self._kinds_moved(inst) == {"int"}
 
     def _mem_kind_of(self, inst, kinds):
