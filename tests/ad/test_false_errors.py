@@ -1912,3 +1912,50 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_of_ints_copied_into_a_struct_with_pointers(tmp_path, opt):
     run(tmp_path, CONFIG_COPY, opt)
+
+
+# Round AL: fields serialised into a ``uint8_t`` buffer by memcpy helpers at offsets
+# known only at run time, an ``int`` among the doubles: the 8-byte copy back into a
+# double was refused ("an integer-typed copy ... could not tell": the buffer's bytes
+# may be the int) at -O0 and -O2 (Enzyme 15 right).  A copy into memory that holds just
+# that float, out of memory holding it or integers, moves it as that float.
+SERIALISED_WITH_AN_INT = r"""
+#include <stdint.h>
+__attribute__((noinline)) static size_t put_dbl(uint8_t *buf, size_t off, double v) {
+    memcpy(buf + off, &v, sizeof v); return off + sizeof v;
+}
+__attribute__((noinline)) static size_t get_dbl(const uint8_t *buf, size_t off, double *v) {
+    memcpy(v, buf + off, sizeof *v); return off + sizeof *v;
+}
+__attribute__((noinline)) static size_t put_int(uint8_t *buf, size_t off, int v) {
+    memcpy(buf + off, &v, sizeof v); return off + sizeof v;
+}
+__attribute__((noinline)) static size_t get_int(const uint8_t *buf, size_t off, int *v) {
+    memcpy(v, buf + off, sizeof *v); return off + sizeof *v;
+}
+double f(const double *x) {
+    uint8_t buf[64];
+    size_t off = put_dbl(buf, 0, x[0]);
+    off = put_int(buf, off, 7);
+    put_dbl(buf, off, x[1]);
+    double a, b;
+    int id;
+    off = get_dbl(buf, 0, &a);
+    off = get_int(buf, off, &id);
+    get_dbl(buf, off, &b);
+    return a * b * id;
+}
+int main(void) {
+    double x[2] = { 3, 5 }, dx[2] = { 0 }, t[2] = { 0, 1 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    check("rev dx0", dx[0], 35);
+    check("rev dx1", dx[1], 21);
+    check("fwd dx1", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t), 21);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_doubles_and_an_int_serialised_through_a_byte_buffer(tmp_path, opt):
+    run(tmp_path, SERIALISED_WITH_AN_INT, opt)
