@@ -441,7 +441,6 @@ def _float_merge_web(start, fty, limit=64):
 def _float_of_bits(x, fty, before):
     """The ``fty`` value whose bits the integer ``x`` (a bitcast of one, a constant) is,
     made before the instruction ``before`` where it takes an instruction."""
-    import struct
     from ..ir.values import ConstantFP
     if isinstance(x, Cast):
         return x.operand(0)
@@ -449,7 +448,7 @@ def _float_of_bits(x, fty, before):
         return type(x)(fty)
     bits = x.value & ((1 << x.type.width) - 1)
     if fty.kind == "double":
-        return ConstantFP(fty, text="0x{:016X}".format(bits))
+        return ConstantFP(fty, text=f"0x{bits:016X}")
     from .emit import Emitter
     e = Emitter(before.parent.parent.parent)
     e.position_before(before)

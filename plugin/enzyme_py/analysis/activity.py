@@ -18,10 +18,10 @@ and callees get such fields as ``const_fields``.  A local whose address is kept 
 another such local (a params struct in a ``gsl_function {function, params}``) is
 followed too, through what the callees do with the pointer they load from there
 (``_follow_held``); its constant fields reach them as paths of offsets
-(``(argument, 8, 0)``: field 0 of the memory the pointer at offset 8 points to).  A call to a defined function
-returns a shadowed pointer if the callee, analysed with the same activity, may
-return one (a shadowed argument, or memory it allocates: ``xmalloc`` wrappers).
-What calls do comes from the call-effects table (``effects.py``).
+(``(argument, 8, 0)``: field 0 of the memory the pointer at offset 8 points to).
+A call to a defined function returns a shadowed pointer if the callee, analysed
+with the same activity, may return one (a shadowed argument, or memory it
+allocates: ``xmalloc`` wrappers).  What calls do comes from the call-effects table (``effects.py``).
 Every instruction kind is classified (atomics: active through their memory and
 value; ``va_arg`` of a float or pointer: assumed to carry a derivative, which the
 generators refuse).

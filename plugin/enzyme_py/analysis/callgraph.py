@@ -5,11 +5,12 @@ pointer, a C++ virtual call) can only reach a function whose address the program
 takes -- a use other than as the callee of a direct call, outside the
 ``__enzyme_*`` registration globals, other than as the function an ``__enzyme_*``
 call differentiates (that call becomes a call of the derivative): vtables,
-function-pointer tables, a pointer passed along -- and whose type fits the call: the call's own type, or, for a call
-through an unprototyped pointer (C's ``double (*)()``, f2c's ``D_fp``, which clang
-calls as ``double (ptr, ...)``), a function without varargs whose parameters are
-the types of the arguments passed; structs passed or returned through memory of the
-sizes the call passes (all are ``ptr`` in the type).
+function-pointer tables, a pointer passed along -- and whose type fits the call:
+the call's own type, or, for a call through an unprototyped pointer (C's
+``double (*)()``, f2c's ``D_fp``, which clang calls as ``double (ptr, ...)``), a
+function without varargs whose parameters are the types of the arguments passed;
+structs passed or returned through memory of the sizes the call passes (all are
+``ptr`` in the type).
 """
 
 from __future__ import annotations
