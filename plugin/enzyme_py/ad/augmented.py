@@ -400,15 +400,9 @@ class AugmentedForward:
         if want is None or self.gen.parallel or load.parent is not store.parent:
             return None
         ptrs = [load.operand(0), store.operand(1)]
-        n, ex = load.type.width // 8, (load, store) + self._bit_moves()
-        if pointee_kinds(self.ctx.module, ptrs, n, exclude=ex) != {want[0]}:
-            # the destination is that float, the source also holds integers at bytes
-            # the analysis cannot tell apart (a buffer of doubles and ints written at
-            # run-time offsets, read back into a double): a copy of that float
-            if pointee_kinds(self.ctx.module, ptrs[1:], n, exclude=ex) != {want[0]} \
-                    or not pointee_kinds(self.ctx.module, ptrs[:1], n, exclude=ex) \
-                    <= {want[0], "int"}:
-                return None
+        if pointee_kinds(self.ctx.module, ptrs, load.type.width // 8,
+                         exclude=(load, store) + self._bit_moves()) != {want[0]}:
+            return None
         blk = load.parent.instructions
         for i in blk[blk.index(load) + 1:blk.index(store)]:
             if isinstance(i, (Store, AtomicRMW, CmpXchg)) or isinstance(i, Call) and \
