@@ -1912,3 +1912,65 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_of_ints_copied_into_a_struct_with_pointers(tmp_path, opt):
     run(tmp_path, CONFIG_COPY, opt)
+
+
+# Round AM, on this stop's checks of narrow integer copies: ``b.flags[i] = a.flags[i]``
+# of ``short flags[4]`` in a struct that also holds a double was refused at -O0 (the
+# 2-byte copies were taken for bytes of the double).  Only byte copies (``char``: C's
+# bytes of anything) and copies of a float's width are checked; a short is a short.
+# A ``memcpy`` of the state into an ``enzyme_const`` trajectory buffer the function
+# never reads back was refused as a copy into memory without a shadow: like a store
+# there, it is an output of the caller's (Enzyme 15 right on both).  ``rand_r`` and
+# ``nrand48`` (per-thread Monte Carlo) had no entry: integer results, integer state.
+SHORTS_AND_TRAJECTORY = r"""
+typedef struct { short flags[4]; double pos; } body_t;
+double shorts(double *x) {
+    body_t a, b;
+    for (int i = 0; i < 4; i++) a.flags[i] = (short)(i * 3);
+    for (int i = 0; i < 4; i++) b.flags[i] = a.flags[i];
+    a.pos = x[0]; b.pos = x[1];
+    double e = a.pos * b.pos;
+    if (b.flags[1] & 1) e *= 2;
+    return e;
+}
+__attribute__((noinline)) static void step(double *s) { s[0] = s[0] * s[1]; }
+double recorded(double *x, double *trace) {
+    double s[2] = { x[0], x[1] };
+    for (int t = 0; t < 2; t++) {
+        step(s);
+        memcpy(trace + 2 * t, s, sizeof s);
+    }
+    return s[0];
+}
+double mc(double theta, int n) {
+    double s = 0;
+    for (int p = 0; p < n; p++) {
+        unsigned seed = 1234u + 7919u * p;
+        double u = rand_r(&seed) / (double)RAND_MAX;
+        unsigned short xs[3] = { 1, 2, (unsigned short)p };
+        s += sin(theta * u) + theta * (double)(nrand48(xs) % 1000) / 1000.0;
+    }
+    return s / n;
+}
+int main(void) {
+    double x[2] = { 3, 5 }, d[2] = { 0 }, tr[4], t[2] = { 1, 0 };
+    __enzyme_autodiff((void *)shorts, enzyme_dup, x, d);
+    check("shorts d0", d[0], 10);
+    check("shorts d1", d[1], 6);
+    d[0] = d[1] = 0;
+    __enzyme_autodiff((void *)recorded, enzyme_dup, x, d, enzyme_const, tr);
+    check("recorded d0", d[0], 25);      /* x0 x1^2 */
+    check("recorded d1", d[1], 30);
+    check("recorded fwd", __enzyme_fwddiff_d((void *)recorded, enzyme_dup, x, t,
+                                             enzyme_const, tr), 25);
+    double h = 1e-6, fd = (mc(0.7 + h, 50) - mc(0.7 - h, 50)) / (2 * h);
+    check("mc rev", __enzyme_autodiff_d((void *)mc, 0.7, enzyme_const, 50), fd);
+    check("mc fwd", __enzyme_fwddiff_d((void *)mc, 0.7, 1.0, enzyme_const, 50), fd);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_short_fields_trajectories_and_reentrant_random_numbers(tmp_path, opt):
+    run(tmp_path, SHORTS_AND_TRAJECTORY, opt)

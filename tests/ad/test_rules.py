@@ -103,7 +103,7 @@ def _digamma(x):
 
 
 # entries with an integer or pointer argument: test_int_and_pointer_arguments
-MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn"}
+MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn", "lgamma_r"}
 
 
 def test_every_libm_entry_has_a_case():
@@ -123,10 +123,13 @@ T f_scalbn(T x) { return scalbn##S(x, -2) * x; }
 T f_frexp(T x) { int e; T m = frexp##S(x * 3, &e); return m * m + e; }
 T f_jn(T x) { return jn##S(3, x); }
 T f_yn(T x) { return yn##S(2, x); }
+T lgamma##S_r(T, int *);
+T f_lgamma_r(T x) { int s; T v = lgamma##S_r(x, &s); return v * s; }
 #define P(fn, x) printf(#fn " %.17g %.17g\n", (double)__enzyme_autodiff((void *)fn, x), \
                         (double)__enzyme_fwddiff((void *)fn, x, 1))
 int main(void) {
     P(f_ldexp, 1.3); P(f_scalbn, -0.7); P(f_frexp, 1.9); P(f_jn, 1.3); P(f_yn, 2.2);
+    P(f_lgamma_r, -0.5);
     return 0;
 }
 """
@@ -143,10 +146,13 @@ def test_int_and_pointer_arguments(tmp_path, ty, opt):
     m, e = math.frexp(3 * 1.9)
     want = {"f_ldexp": 2 * 1.3 * 8, "f_scalbn": 2 * -0.7 / 4,
             "f_frexp": 2 * m * 3 * 2.0 ** -e,
-            "f_jn": _libm_slope("jn", 3)(1.3), "f_yn": _libm_slope("yn", 2)(2.2)}
+            "f_jn": _libm_slope("jn", 3)(1.3), "f_yn": _libm_slope("yn", 2)(2.2),
+            # gamma(-0.5) < 0: lgamma_r's sign is -1, the slope -digamma(-0.5)
+            "f_lgamma_r": -_digamma(-0.5)}
     for name, w in want.items():
         # (the Bessel slopes are finite differences of libm: good to about 1e-11)
-        rtol = 1e-5 if ty == "float" else 1e-9 if name in ("f_jn", "f_yn") else 1e-12
+        rtol = 1e-5 if ty == "float" else 1e-9 if name in ("f_jn", "f_yn", "f_lgamma_r") \
+            else 1e-12
         for got in vals[name]:     # reverse, then forward
             assert abs(got - w) <= rtol * max(abs(w), 1), (name, got, w)
 

@@ -308,7 +308,7 @@ class AugmentedForward:
                 Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width >= 8 and not self._int_by_layout(v):
+                    and v.type.width in (8, 32, 64, 128) and not self._int_by_layout(v):
                 w = v.type.width
                 kinds = _int_copy_kinds([v.operand(0), p], w)
                 if _no_float_of_width(kinds, w):
@@ -331,7 +331,7 @@ class AugmentedForward:
                                    "integers, or never shows the type of (a char "
                                    "buffer): copy the values with their own type (assign "
                                    "the double or the struct) instead of as bytes")
-            elif isinstance(v, Select) and v.type.is_int and v.type.width >= 8:
+            elif isinstance(v, Select) and v.type.is_int and v.type.width in (8, 32, 64, 128):
                 self._select_copy(v, inst, p)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
@@ -431,11 +431,13 @@ class AugmentedForward:
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its
-        bytes are integer fields (a struct copy split per field by SROA)."""
-        from ..analysis.types import layout_kinds
+        bytes are integer fields (a struct copy split per field by SROA; a ``short``
+        array field indexed by a variable)."""
+        from ..analysis.types import indexed_kinds, layout_kinds
         dl = self.ctx.module.datalayout
-        kinds = layout_kinds(load.operand(0), dl.store_size(load.type), dl)
-        return kinds == {"int"}
+        n = dl.store_size(load.type)
+        return layout_kinds(load.operand(0), n, dl) == {"int"} \
+            or indexed_kinds(load.operand(0), n, dl) == {"int"}
 
     def _callee_kinds(self, inst):
         act = self.act

@@ -277,7 +277,24 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     # (the bytes written must hold floats and nothing else: an integer field of a
     # record that also holds doubles, copied piecewise, is no float)
     module = inst.parent.parent.parent
-    return _holds_a_float(module, inst.operand(1), module.datalayout.store_size(ty), inst)
+    size = module.datalayout.store_size(ty)
+    from ..analysis.activity import floatish
+    if size < 4 and not any(isinstance(x, I.Cast) and x.opcode == "bitcast"
+                            and floatish(x.operand(0).type) for x in _bit_sources(v)):
+        return False    # (bytes of a float only where a float's bits are cut up here)
+    return _holds_a_float(module, inst.operand(1), size, inst)
+
+
+def _bit_sources(v, limit=32):
+    """The values the integer ``v`` is computed from through integer arithmetic,
+    truncations, extensions, phis and selects."""
+    walk = BoundedWalk(v, limit)
+    for x in walk:
+        if isinstance(x, _INT_ARITHMETIC) or isinstance(x, I.Cast) \
+                and x.opcode in ("trunc", "zext", "sext"):
+            walk.add(*x.operands)
+        else:
+            yield x
 
 
 def _float_bits(value, act, moved_only=False, limit=32) -> bool:
@@ -359,10 +376,12 @@ def _int_bits(v, act) -> bool:
     return ty.is_int and ty.width >= 16 and not v.is_constant and _float_bits(v, act)
 
 
-def _becomes_float(value, limit=16) -> bool:
+def _becomes_float(value, limit=16, loose=False) -> bool:
     """Whether the integer ``value`` (a call's result, a parameter) is turned into
     floating-point values where it arrives: bitcast to a float type, or stored into
-    memory seen to hold floats (through phis, selects, integer arithmetic and casts)."""
+    memory seen to hold floats (through phis, selects, integer arithmetic and casts);
+    ``loose``: memory where a float is seen among other kinds counts too (a tagged
+    value's ``uint64_t`` bits field, read as a double by another function)."""
     from ..analysis.activity import floatish
     ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
@@ -387,12 +406,12 @@ def _becomes_float(value, limit=16) -> bool:
                 work.append(user)
             elif isinstance(user, I.Store) and user.operand(0) is v \
                     and _holds_a_float(module, user.operand(1),
-                                       module.datalayout.store_size(v.type), user):
+                                       module.datalayout.store_size(v.type), user, loose):
                 return True
     return False
 
 
-def _holds_a_float(module, p, size, exclude) -> bool:
+def _holds_a_float(module, p, size, exclude, loose=False) -> bool:
     """Whether the byte-offset analysis finds a float -- and nothing else -- in some
     aligned 4 or 8 bytes of the ``size`` stored to ``p``, or, for fewer bytes, in the
     bytes stored (a temporary copied on, clang's
@@ -403,7 +422,8 @@ def _holds_a_float(module, p, size, exclude) -> bool:
     types = MemoryTypes.of(module, [p])
     for n, kind in ((8, "double"), (4, "float")):
         for off in range(0, size - n + 1, n):
-            if types.kinds(p, off, n, exclude) == {kind}:
+            got = types.kinds(p, off, n, exclude)
+            if got == {kind} or loose and kind in got:
                 return True
     # fewer bytes than a float, where one is (a byte-by-byte swap of doubles: the other
     # bytes' stores are what makes them look like integers too)

@@ -163,6 +163,8 @@ LIBM = {
                                                         e.libm("exp", e.fneg(_sq(e, x[0])))))),),
     "tgamma": (lambda e, x, r, d: e.fmul(d, e.fmul(r, e.libm("__enzyme_py_digamma", x[0]))),),
     "lgamma": (lambda e, x, r, d: e.fmul(d, e.libm("__enzyme_py_digamma", x[0])),),
+    # the reentrant lgamma: the sign of gamma(x) stored through the pointer (an integer)
+    "lgamma_r": (lambda e, x, r, d: e.fmul(d, e.libm("__enzyme_py_digamma", x[0])), None),
     # x 2^k (k an integer): linear in x
     "ldexp": (lambda e, x, r, d: e.libm("ldexp", d, x[1]), None),
     "scalbn": (lambda e, x, r, d: e.libm("scalbn", d, x[1]), None),

@@ -425,8 +425,9 @@ class Activity:
 
     def write_only_argument(self, p) -> bool:
         """Whether ``p`` points into an argument without a shadow that this function only
-        stores values without pointers into, or compares: an output the caller passed
-        with ``enzyme_const`` (or as NULL: ``if (nrm) *nrm = ...``).  Nothing here reads
+        stores values without pointers into (or copies memory into), or compares: an
+        output the caller passed with ``enzyme_const`` (or as NULL: ``if (nrm) *nrm =
+        ...``).  Nothing here reads
         it back (or only into itself: a running statistic), so what is stored there
         carries no derivative anywhere -- for the function a call site differentiates
         (a callee's caller might read it)."""
@@ -440,6 +441,8 @@ class Activity:
             user = u.user
             if isinstance(user, Store) and u.index == 1 and not has_pointer(user.operand(0).type):
                 continue
+            if isinstance(user, Call) and u.index == 0 and _copy_into(user):
+                continue        # a copy into it (recording a trajectory)
             if isinstance(user, Load) and u.index == 0 and not has_pointer(user.type):
                 loads.append(user)
                 continue
@@ -631,6 +634,13 @@ _VALUE_OPS = (BinaryOp, UnaryOp, Cast, Select, Phi, ExtractValue, InsertValue,
 
 # calls through which no derivative flows from their arguments (call-effects kinds)
 _NO_DERIVATIVE_ARGS = ("inactive", "writes", "nomem", "typehint")
+
+
+def _copy_into(call) -> bool:
+    """Whether ``call`` is a memcpy/memmove/memset (its first argument: the memory
+    written)."""
+    eff = call_effect(call.callee_name or "")
+    return eff is not None and eff.kind in ("memcpy", "memmove", "memset")
 
 
 def _role(i, inactive_fns) -> str:

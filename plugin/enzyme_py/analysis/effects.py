@@ -91,7 +91,7 @@ PURE_MATH = frozenset({
     "fmod", "fma", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "round", "trunc",
     "rint", "nearbyint", "roundeven", "remainder", "fdim", "logb", "j0", "j1", "y0", "y1",
     "jn", "yn",
-    "ldexp", "scalbn", "sincospi", "frexp", "modf",
+    "ldexp", "scalbn", "sincospi", "frexp", "modf", "lgamma_r",
     # LLVM spellings
     "maxnum", "minnum", "maximum", "minimum", "maximumnum", "minimumnum", "fmuladd",
 })
@@ -133,6 +133,8 @@ def libm_base(name: str):
             return None
     elif base.startswith("__") and base.endswith("_finite"):
         base = base[2:-7]
+    if base in ("lgammaf_r", "lgammal_r"):      # (the suffix before ``_r``)
+        return "lgamma_r"
     if base in PURE_MATH:
         return _MATH_ALIASES.get(base, base)
     if base.endswith(("f", "l")) and base[:-1] in PURE_MATH and not name.startswith("llvm."):
@@ -193,6 +195,10 @@ _TABLE.update(_inactive("EnzymePy runtime: the digamma of a derivative rule",
                         "__enzyme_py_digamma"))
 _TABLE.update(_inactive("EnzymePy runtime: reports out of memory and aborts",
                         "__enzyme_py_out_of_memory"))
+_TABLE.update(_writes("reentrant random numbers: an integer result, the integer seed "
+                      "updated through the pointer", ["rand_r"], (0, ("const", 4))))
+_TABLE.update(_writes("reentrant random numbers: the 48-bit state updated through the "
+                      "pointer", ["nrand48", "jrand48"], (0, ("const", 6))))
 _TABLE.update(_writes("reads data from a file into the buffer", ["fread"], (0, ("ret_mul", 1))))
 _TABLE.update(_writes("fills the buffer with zero bytes", ["bzero", "explicit_bzero"],
                       (0, ("arg", 1))))
@@ -224,7 +230,7 @@ _TABLE.update(_writes("stores what the format says through its pointer arguments
 
 # math functions that also store a result through a pointer (no derivative there)
 for _n, _b in (("frexp", 4), ("frexpf", 4), ("frexpl", 4), ("modf", 8), ("modff", 4),
-               ("modfl", 16)):
+               ("modfl", 16), ("lgamma_r", 4), ("lgammaf_r", 4), ("lgammal_r", 4)):
     _TABLE[_n] = CallEffect("math", "math function; stores a second result through its "
                             "pointer argument", writes=((1, ("const", _b)),))
 

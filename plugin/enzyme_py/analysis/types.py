@@ -497,6 +497,34 @@ def _layout_base(p, datalayout, limit=16):
     return None
 
 
+def indexed_kinds(p, nbytes, datalayout):
+    """What the ``nbytes`` at ``p`` hold by the type a GEP into a struct or array
+    indexes, variable array indices included (``b.flags[i]`` of ``short flags[4]``):
+    the kinds of that element when the bytes lie inside it, else None.  An element of
+    ``char`` type says nothing (C's bytes of anything)."""
+    from ..ir.values import ConstantInt
+    while isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
+        p = p.operand(0)
+    if not isinstance(p, GEP) or not (p.source_type.is_struct or p.source_type.is_array):
+        return None
+    t = p.source_type
+    for i in p.indices[1:]:
+        if t.is_struct:
+            if not isinstance(i, ConstantInt):
+                return None
+            t = t.elements[i.value]
+        elif t.is_array or t.is_vector:
+            t = t.element
+        else:
+            return None
+    leaf = t
+    while leaf.is_array:
+        leaf = leaf.element
+    if leaf.is_int and leaf.width == 8 or nbytes > datalayout.size_in_bytes(t):
+        return None
+    return scalar_kinds(t, set())
+
+
 def layout_kinds(p, nbytes, datalayout):
     """What the ``nbytes`` at ``p`` hold by the declared layout of the object they are
     part of: ``p`` is a constant byte offset (GEPs with constant indices) from a GEP into
