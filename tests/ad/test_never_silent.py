@@ -826,6 +826,41 @@ def test_read_only_table_in_cells_is_not_its_own_shadow(tmp_path, opt):
         run(tmp_path, CELLS_2D, opt)
 
 
+# Round AM: a tagged value {int tag; uint64_t bits} made by a function from a double
+# (memcpy into the bits) and returned by value -- an {i32, i64} in the ABI -- stored into
+# a local and read back as a double by another function: the derivative was lost at -O0
+# (0 for 6; -O2 inlines it and is right).  The check for floats returned as integers now
+# counts memory where a double is seen among other kinds.
+TAGGED_RETURN = r"""
+#include <stdint.h>
+typedef struct { int tag; uint64_t bits; } tval;
+static tval mk_num(double d) { tval v = { 1, 0 }; memcpy(&v.bits, &d, 8); return v; }
+static double as_num(const tval *v) { double d; memcpy(&d, &v->bits, 8); return d; }
+double f(double *x) {
+    tval t = mk_num(x[0]);
+    double d = as_num(&t);
+    return d * d;
+}
+int main(void) {
+    double x[1] = { 3 }, g[1] = { 0 }, t[1] = { 1 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, g);
+    check("rev", g[0], 6);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t), 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_tagged_value_returned_as_an_integer(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, TAGGED_RETURN, opt)
+        assert "the call returns floating-point values that carry derivatives as an " \
+               "integer ('{ i32, i64 }'" in err, err
+    else:
+        run(tmp_path, TAGGED_RETURN, opt)
+
+
 # ... the same where the doubles are seen only through a comparator called by pointer
 # (a generic heap of {double key; int id}): the copies' own byte accesses made the
 # memory look like integers; the byte-offset analysis's floats at those bytes count

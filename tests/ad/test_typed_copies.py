@@ -83,8 +83,9 @@ def test_small_structs_of_floats_copied_as_integers(tmp_path, opt):
 # ``i64`` between ``bitcast``s), a NaN-boxed interpreter's ``uint64_t`` stack slots
 # (``store i64 (bitcast double)``, read back by an ``i64`` load bitcast to double beside
 # the tag test) -- came out with a derivative of 0 at -O0 and -O2, silently (Enzyme 15
-# right).  The merges and the stores move the floats themselves now (``typed_copies.
-# retype_float_merges``, ``retype_float_stores``).
+# right); round AM: the same merges whose bits are also tested (``v >> 63``) or written
+# back into the registers.  The merges and the stores move the floats themselves now
+# (``typed_copies.retype_float_merges``, ``retype_float_stores``).
 BOXED = r"""
 #include <stdio.h>
 #include <stdint.h>
@@ -123,7 +124,29 @@ double vm(double a, double b) {                   /* NaN-boxed stack slots */
     }
     return num(stack[0]) * a;
 }
+double tested(double x, int op) {                 /* a merge whose bits are also tested */
+    uint64_t v;
+    if (op == 0) v = box(x * x); else v = box(x + 1);
+    if (v == 0x7ff8000000000000ULL || v >> 63) return 0;
+    return unbox(v);
+}
+double registers(double x, const int *src, int n) {  /* bits written back, re-read by index */
+    uint64_t reg[2] = { box(x), box(1.0) };
+    uint64_t acc = box(1.0);
+    for (int i = 0; i < n; i++) {
+        uint64_t v = reg[src[i]];
+        acc = (unbox(acc) > unbox(v)) ? acc : box(unbox(v) * unbox(acc));
+        reg[1] = acc;
+    }
+    return unbox(acc);
+}
 int main(void) {
+    static const int S[3] = { 0, 1, 0 };
+    printf("tested %.12g %.12g\n", __enzyme_autodiff((void *)tested, 0.7, enzyme_const, 0),
+           __enzyme_fwddiff((void *)tested, 0.7, 1.0, enzyme_const, 0));
+    printf("registers %.12g %.12g\n",
+           __enzyme_autodiff((void *)registers, 3.0, enzyme_const, S, enzyme_const, 3),
+           __enzyme_fwddiff((void *)registers, 3.0, 1.0, enzyme_const, S, enzyme_const, 3));
     printf("rebox %.12g %.12g\n", __enzyme_autodiff((void *)rebox, 0.7, enzyme_const, 1),
            __enzyme_fwddiff((void *)rebox, 0.7, 1.0, enzyme_const, 1));
     printf("maybe_two %.12g %.12g\n",
@@ -145,3 +168,6 @@ def test_doubles_kept_as_their_bits(tmp_path, opt):
     assert got["rebox"] == pytest.approx([1.4, 1.4], rel=1e-12)
     assert got["maybe_two"] == pytest.approx([4.2, 4.2], rel=1e-12)
     assert got["vm"] == pytest.approx([2 * 0.7 + 3 * 1.3] * 2, rel=1e-12)
+    # tested: x^2 -> 2x; registers: x, then x * x, then kept -> 2x at 3
+    assert got["tested"] == pytest.approx([1.4, 1.4], rel=1e-12)
+    assert got["registers"] == pytest.approx([6.0, 6.0], rel=1e-12)

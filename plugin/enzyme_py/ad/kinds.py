@@ -357,9 +357,9 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     if callee is None or callee.is_declaration or callee.name.startswith("llvm."):
         return      # libc/intrinsics: their own rules say what they do
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
-                if _int_bits(a, act) and _becomes_float(param)]
-    if _becomes_float(inst) and any(a in act.active or a in act.shadowed
-                                    for a in inst.args):
+                if _int_bits(a, act) and _becomes_float(param, loose=True)]
+    if _becomes_float(inst, loose=True) and any(a in act.active or a in act.shadowed
+                                                for a in inst.args):
         crossing.append(("the call returns", inst.type))
     if crossing:
         what, ty = crossing[0]

@@ -368,8 +368,8 @@ def retype_float_lanes(fn) -> int:
 # a phi or select as an ``i64`` made by ``bitcast`` from a double, and leaves it by a
 # ``bitcast`` back: the derivative, which follows floats, did not cross the merge (a
 # gradient of 0, silently).  Where every value merged is such a bitcast (or a constant,
-# or another such merge) and every use a bitcast back (or another such merge), the
-# merges become merges of the floats.
+# or another such merge), the merges become merges of the floats; their bitcasts back
+# and stores take the float, their other uses (a tag test on the bits) a bitcast of it.
 
 
 def retype_float_stores(fn) -> int:
@@ -432,9 +432,10 @@ def _float_merge_web(start, fty, limit=64):
             if isinstance(user, (Phi, Select)) and user.type == v.type \
                     and not (isinstance(user, Select) and u.index == 0):
                 work.append(user)
-            elif not (isinstance(user, Cast) and user.opcode == "bitcast"
-                      and user.type == fty):
-                return None
+            elif isinstance(user, (Phi, Select)):
+                return None     # (merged with something else)
+            # any other use (a NaN-box's tag test ``v >> 48``, ``v == CANONICAL_NAN``)
+            # reads the float's bits back: a bitcast of the float merge
     return web if leaves else None
 
 
@@ -471,10 +472,28 @@ def _retype_merges(web, fty) -> None:
                 x = v.operand(k)
                 n.set_operand(k, new.get(x) or _float_of_bits(x, fty, n))
     for v, n in new.items():
+        back = None
         for u in list(v.uses):
-            if isinstance(u.user, Cast) and u.user.parent is not None:
-                u.user.replace_all_uses_with(n)
-                u.user.erase()
+            user = u.user
+            if user in new or user.parent is None:
+                continue
+            if isinstance(user, Cast) and user.opcode == "bitcast" and user.type == fty:
+                user.replace_all_uses_with(n)
+                user.erase()
+                continue
+            if isinstance(user, Store) and u.index == 0 and not user.volatile \
+                    and not user.ordering:
+                user.set_operand(0, n)      # the bits written back: the float
+                user.metadata = [m for m in user.metadata if m[0] != "tbaa"]
+                continue
+            if back is None:
+                from .emit import Emitter
+                e = Emitter(n.parent.parent.parent)
+                blk = n.parent.instructions
+                e.position_before(next(i for i in blk[blk.index(n):]
+                                       if not isinstance(i, Phi)))
+                back = e.cast("bitcast", n, v.type)
+            user.set_operand(u.index, back)
     leaves = {x for v in web for x in v.operands if isinstance(x, Cast)}
     for v in web:
         v.replace_all_uses_with(Poison(v.type))
