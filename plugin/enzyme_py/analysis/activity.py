@@ -1466,9 +1466,11 @@ def _local_slots(fn) -> dict:
                 continue
             st = _slot_of(a, dl)
             t = a.allocated_type
-            if st is None and t.is_array and a.count is None and t.element.is_struct \
-                    and dl.size_in_bytes(t.element) > 0:
-                st = _slot_of(a, dl, dl.size_in_bytes(t.element))
+            while t.is_array:       # (an array of arrays of structs: a grid of cells)
+                t = t.element
+            if st is None and a.allocated_type.is_array and a.count is None and t.is_struct \
+                    and dl.size_in_bytes(t) > 0:
+                st = _slot_of(a, dl, dl.size_in_bytes(t))
             if st is not None:
                 out[a] = st
     _follow_held(out, dl)
