@@ -948,3 +948,55 @@ int main(void) {
 def test_region_reading_global_pointers(tmp_path, opt):
     runs = _run_threads(tmp_path, GLOBAL_POINTERS, opt)
     _same_across_threads(runs, {"du"})
+
+
+# Round AO: a CSR matrix kept in a local struct -- enzyme_const column indices beside the
+# duplicated values -- read by a parallel loop (the struct is a shared variable of the
+# outlined region): refused as "mixed" with -fopenmp, right without (Enzyme 15 right, and
+# it writes into the constant x).  What the region does with a shared local is followed
+# field by field now, and its constant fields reach the outlined function's derivative.
+CSR_STRUCT = r"""
+#include <omp.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+typedef struct { const int *col; double *val; int n; } csr_t;
+void spmv(double *val, const double *x, double *y, const int *col, int n) {
+    csr_t A = { col, val, n };
+    #pragma omp parallel for
+    for (int k = 0; k < A.n; k++) y[k] = A.val[k] * A.val[k] * x[A.col[k]];
+}
+double total(double *val, const double *x, const int *col, int n) {
+    csr_t A = { col, val, n };
+    double s = 0;
+    #pragma omp parallel for reduction(+:s)
+    for (int k = 0; k < A.n; k++) s += A.val[k] * x[A.col[k]];
+    return s;
+}
+int main(void) {
+    int col[4] = { 2, 0, 1, 3 };
+    double val[4] = { 1, 2, 3.5, -1 }, dval[4] = { 0 }, x[4] = { 0.5, -1.5, 2, 4 }, y[4];
+    double dy[4] = { 1, 1, 1, 1 }, t[4] = { 0, 1, 0, 0 };
+    __enzyme_autodiff((void *)spmv, enzyme_dup, val, dval, enzyme_const, x, enzyme_dup, y,
+                      dy, enzyme_const, col, enzyme_const, 4);
+    printf("threads %d\n", omp_get_max_threads());
+    printf("dval");
+    for (int k = 0; k < 4; k++) {
+        printf(" %.17g", dval[k]);
+        if (dval[k] != 2 * val[k] * x[col[k]]) printf("\nFAIL dval[%d] %g\n", k, dval[k]);
+    }
+    double d = __enzyme_fwddiff((void *)total, enzyme_dup, val, t, enzyme_const, x,
+                                enzyme_const, col, enzyme_const, 4);
+    printf("\nfwd %.17g\n", d);
+    if (d != x[col[1]]) printf("FAIL fwd %g\n", d);
+    if (x[0] != 0.5 || x[3] != 4) printf("FAIL x changed\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_of_constant_and_duplicated_arrays_shared_with_a_region(tmp_path, opt):
+    runs = _run_threads(tmp_path, CSR_STRUCT, opt)
+    _same_across_threads(runs, {"dval", "fwd"})

@@ -341,6 +341,15 @@ def _reduce_as_critical(e, A, kind):
     return new
 
 
+def _fork_const_fields(act, inst) -> frozenset:
+    """``Activity.callee_const_fields`` of a fork's shared variables, for the outlined
+    function's parameters (each one position before its operand: the fork's operands
+    are loc, count, the outlined function, then the shared variables; the outlined
+    function's parameters gtid, btid, then the same)."""
+    return frozenset((f[0] - 1,) + f[1:] for f in act.callee_const_fields(inst.args)
+                     if f[0] >= 3)
+
+
 def _fork_kinds(gen, inst):
     """Activity of the outlined function's parameters: gtid, btid, then the shared
     values (pointers with shadows: dup).  A float still carried by value (see
@@ -415,7 +424,8 @@ def aug_call(gen, inst, A) -> bool:
         return True
     outlined = _check_outlined(gen, inst)
     kinds = _fork_kinds(gen, inst)
-    g = gen.ctx.get(outlined, kinds, False, parallel=True)
+    g = gen.ctx.get(outlined, kinds, False, parallel=True,
+                    const_fields=_fork_const_fields(gen.act, inst))
     g.region_root = True   # its reverse combines adjoint additions per thread (combine.py)
     aug_w, _ = _wrappers(gen, g, kinds)
     e.position_before(A)
@@ -759,7 +769,7 @@ def fwd_call(fg, inst, A) -> bool:
         return True
     outlined = _check_outlined(fg, inst)
     kinds = _fork_kinds(fg, inst)
-    g = fg.ctx.get(outlined, kinds, fg.W)
+    g = fg.ctx.get(outlined, kinds, fg.W, const_fields=_fork_const_fields(fg.act, inst))
     extra = []
     for a, pa, k in zip(inst.args[3:], A.args[3:], kinds[2:]):
         extra.append(pa)

@@ -1418,6 +1418,30 @@ def _read_by_parallel_region(call, index):
     return _only_loaded(outlined.args[index - 1], 4)
 
 
+def _shared_with_region(call, index, st, offset, depth) -> bool:
+    """For an OpenMP fork passing the local at operand ``index`` as a shared variable
+    (see ``_read_by_parallel_region``): whether the outlined function only loads from
+    it, stores values without pointers into it or passes it on to functions that do
+    (``_param_summary`` of its parameter, which is one position before the operand);
+    what it does goes to ``st``, field by field."""
+    from ..ir.module import Function
+    if (call.callee_name or "") != "__kmpc_fork_call" or index < 3 \
+            or index >= call.num_args or depth <= 0:
+        return False
+    outlined = call.args[2]
+    if not isinstance(outlined, Function) or outlined.is_declaration \
+            or index - 1 >= len(outlined.args):
+        return False
+    outlined.materialize()
+    param = outlined.args[index - 1]
+    got = _memory_summary(call, param, param, depth)
+    if got is None or got.ptrs or got.loaded or got.returned:
+        return False        # (what it stores there would be mapped to the wrong operands)
+    st.add(got, offset)
+    st.called = True
+    return True
+
+
 def _only_loaded(param, depth):
     """The types loaded from ``param`` when its function only loads from it (or passes
     it to a defined function that does: clang's ``-g`` outlined wrapper), else None."""
@@ -1589,6 +1613,8 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
             st.copies.append((param, off, fields))
             st.floats |= floats
         elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off, depth):
+            pass
+        elif isinstance(user, Call) and _shared_with_region(user, u.index, st, off, depth):
             pass
         elif isinstance(user, Call) \
                 and _read_by_parallel_region(user, u.index) is not None:
