@@ -318,3 +318,48 @@ def test_kinks_as_in_enzyme(tmp_path, opt):
     got = [float(v) for v in subprocess.run([str(exe)], capture_output=True,
                                             text=True).stdout.split()]
     assert got == [0, 1, 1, 0, 1, 1, -1, 1, 1, 1, -1]
+
+
+# Round AN: pow with an active exponent at a base of exactly 0 (a power-law creep model's
+# unloaded elements, a p-norm over a vector with zeros): the exponent's partial
+# 0^p log 0 = 0 * -inf made the whole gradient NaN, in forward mode even for a zero
+# tangent (Enzyme 15 guards it: 0).  The partial is 0 where the base is 0.
+POW_AT_ZERO = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_const;
+double __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+float __enzyme_autodifff(void *, ...);
+double creep(double A, double n, const double *s, int m) {
+    double e = 0;
+    for (int i = 0; i < m; i++) e += A * pow(s[i], n);
+    return e;
+}
+float normf(float p, float x) { return powf(x, p) + powf(2.0f, p); }
+int main(void) {
+    volatile double zero = 0;
+    double s[3] = { zero, 2.0, 0.5 };
+    printf("rev_n %.17g\n", __enzyme_autodiff((void *)creep, enzyme_const, 1.5, 3.0,
+                                              enzyme_const, s, enzyme_const, 3));
+    printf("fwd_A %.17g\n", __enzyme_fwddiff((void *)creep, 1.5, 1.0, 3.0, 0.0,
+                                             enzyme_const, s, enzyme_const, 3));
+    printf("fwd_n %.17g\n", __enzyme_fwddiff((void *)creep, 1.5, 0.0, 3.0, 1.0,
+                                             enzyme_const, s, enzyme_const, 3));
+    printf("rev_p %.9g\n", (double)__enzyme_autodifff((void *)normf, 2.5f, enzyme_const,
+                                                       (float)zero));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_pow_with_an_active_exponent_at_a_zero_base(tmp_path, opt):
+    out = build_and_run(tmp_path, POW_AT_ZERO, opt)
+    assert out.returncode == 0, out.stderr
+    got = parse_values(out.stdout)
+    dn = 1.5 * (8 * math.log(2) + 0.125 * math.log(0.5))
+    assert got["rev_n"] == pytest.approx([dn], rel=1e-12)
+    assert got["fwd_n"] == pytest.approx([dn], rel=1e-12)
+    assert got["fwd_A"] == pytest.approx([8.125], rel=1e-12)
+    assert got["rev_p"] == pytest.approx([2 ** 2.5 * math.log(2)], rel=1e-5)

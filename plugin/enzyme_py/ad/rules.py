@@ -137,7 +137,9 @@ LIBM = {
     "cbrt": (lambda e, x, r, d: e.fdiv(e.fmul(d, r), e.fmul(_c(e, 3.0, r), x[0])),),
     "pow": (lambda e, x, r, d: e.fmul(d, e.fmul(x[1], e.libm("pow", x[0],
                                                              e.fsub(x[1], _c(e, 1.0, r))))),
-            lambda e, x, r, d: e.fmul(d, e.fmul(r, e.libm("log", x[0])))),
+            # (at a base of 0, where 0^y is 0 for y > 0: 0, as Enzyme guards it, not 0 log 0)
+            lambda e, x, r, d: e.select(e.fcmp("oeq", x[0], _c(e, 0.0, r)), _c(e, 0.0, r),
+                                        e.fmul(d, e.fmul(r, e.libm("log", x[0]))))),
     "powi": (lambda e, x, r, d: e.fmul(d, e.fmul(e.sitofp(x[1], r.type),
                                                  e.libm("powi", x[0], _minus1(e, x[1])))),
              None),
