@@ -1974,3 +1974,32 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_short_fields_trajectories_and_reentrant_random_numbers(tmp_path, opt):
     run(tmp_path, SHORTS_AND_TRAJECTORY, opt)
+
+
+# ... and text: a name copied up to its NUL by a hand-written loop (``while ((*d++ =
+# *s++));``) into a record that also holds a double was refused as a byte copy that may
+# hold floats once byte copies were checked; a byte also compared with 0 is text.
+NAME_COPY = r"""
+typedef struct { char name[16]; double w; } item;
+__attribute__((noinline)) static void copy_name(char *d, const char *s) { while ((*d++ = *s++)); }
+double f(double *x) {
+    item a = { "alpha", 0 }, b;
+    a.w = x[0];
+    copy_name(b.name, a.name);
+    b.w = a.w * x[1];
+    return b.w * (b.name[0] == 'a' ? 2 : 1);
+}
+int main(void) {
+    double x[2] = { 3, 5 }, d[2] = { 0 }, t[2] = { 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, d);
+    check("d0", d[0], 10);
+    check("d1", d[1], 6);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t), 10);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_name_copied_byte_by_byte_beside_a_double(tmp_path, opt):
+    run(tmp_path, NAME_COPY, opt)

@@ -70,6 +70,15 @@ def _bit_moves(functions) -> tuple:
     return tuple(out)
 
 
+def _text_byte(load) -> bool:
+    """Whether the byte ``load`` reads is also compared with 0: text copied up to its
+    terminating NUL (``while ((*d++ = *s++))``), never the bytes of a float."""
+    from ..ir.instructions import ICmp
+    return load.type.width == 8 and any(
+        isinstance(u.user, ICmp) and any(isinstance(o, ConstantInt) and o.value == 0
+                                         for o in u.user.operands) for u in load.uses)
+
+
 def _select_leaves(v, depth=4):
     """The integer loads a tree of selects chooses between, or None when some arm is
     not a load."""
@@ -308,7 +317,8 @@ class AugmentedForward:
                 Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width in (8, 32, 64, 128) and not self._int_by_layout(v):
+                    and v.type.width in (8, 32, 64, 128) and not self._int_by_layout(v) \
+                    and not _text_byte(v):
                 w = v.type.width
                 kinds = _int_copy_kinds([v.operand(0), p], w)
                 if _no_float_of_width(kinds, w):
