@@ -130,6 +130,11 @@ double tested(double x, int op) {                 /* a merge whose bits are also
     if (v == 0x7ff8000000000000ULL || v >> 63) return 0;
     return unbox(v);
 }
+double tested_select(double x, int op) {          /* the same as a select */
+    uint64_t v = op ? box(x + 1) : box(x * x);
+    if (v >> 63) return 0;
+    return unbox(v) * 3;
+}
 double registers(double x, const int *src, int n) {  /* bits written back, re-read by index */
     uint64_t reg[2] = { box(x), box(1.0) };
     uint64_t acc = box(1.0);
@@ -144,6 +149,9 @@ int main(void) {
     static const int S[3] = { 0, 1, 0 };
     printf("tested %.12g %.12g\n", __enzyme_autodiff((void *)tested, 0.7, enzyme_const, 0),
            __enzyme_fwddiff((void *)tested, 0.7, 1.0, enzyme_const, 0));
+    printf("tested_select %.12g %.12g\n",
+           __enzyme_autodiff((void *)tested_select, 0.7, enzyme_const, 0),
+           __enzyme_fwddiff((void *)tested_select, 0.7, 1.0, enzyme_const, 0));
     printf("registers %.12g %.12g\n",
            __enzyme_autodiff((void *)registers, 3.0, enzyme_const, S, enzyme_const, 3),
            __enzyme_fwddiff((void *)registers, 3.0, 1.0, enzyme_const, S, enzyme_const, 3));
@@ -170,4 +178,34 @@ def test_doubles_kept_as_their_bits(tmp_path, opt):
     assert got["vm"] == pytest.approx([2 * 0.7 + 3 * 1.3] * 2, rel=1e-12)
     # tested: x^2 -> 2x; registers: x, then x * x, then kept -> 2x at 3
     assert got["tested"] == pytest.approx([1.4, 1.4], rel=1e-12)
+    assert got["tested_select"] == pytest.approx([4.2, 4.2], rel=1e-12)
     assert got["registers"] == pytest.approx([6.0, 6.0], rel=1e-12)
+
+
+SELECT_OF_BOXES = """
+define double @f(double %x, double %y, i1 %c) {
+  %a = bitcast double %x to i64
+  %b = bitcast double %y to i64
+  %s = select i1 %c, i64 %a, i64 %b
+  %t = lshr i64 %s, 63
+  %n = icmp eq i64 %t, 0
+  %d = bitcast i64 %s to double
+  %r = select i1 %n, double %d, double 0.0
+  ret double %r
+}
+"""
+
+
+def test_select_of_boxes_also_tested_as_bits_is_retyped():
+    """The select becomes a select of doubles; the bit test reads a bitcast of it,
+    placed after the select (the module still verifies)."""
+    import llvmlite.binding as llvm
+    from enzyme_py.ad.typed_copies import retype_float_merges
+    from enzyme_py.ir import parse_module, print_module
+    m = parse_module(SELECT_OF_BOXES)
+    f = m.get_function("f")
+    f.materialize()
+    assert retype_float_merges(f) == 1
+    text = print_module(m)
+    llvm.parse_assembly(text).verify()
+    assert "select i1 %c, double %x, double %y" in text, text

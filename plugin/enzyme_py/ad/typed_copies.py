@@ -490,8 +490,11 @@ def _retype_merges(web, fty) -> None:
                 from .emit import Emitter
                 e = Emitter(n.parent.parent.parent)
                 blk = n.parent.instructions
-                e.position_before(next(i for i in blk[blk.index(n):]
-                                       if not isinstance(i, Phi)))
+                if isinstance(n, Phi):      # (after the block's phis)
+                    e.position_before(next(i for i in blk[blk.index(n):]
+                                           if not isinstance(i, Phi)))
+                else:
+                    e.position_after(n)
                 back = e.cast("bitcast", n, v.type)
             user.set_operand(u.index, back)
     leaves = {x for v in web for x in v.operands if isinstance(x, Cast)}
