@@ -358,8 +358,8 @@ def _check_float_bits_crossing(inst, act, where) -> None:
         return      # libc/intrinsics: their own rules say what they do
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
                 if _int_bits(a, act) and _becomes_float(param, loose=True)]
-    if _becomes_float(inst, loose=True) and any(a in act.active or a in act.shadowed
-                                                for a in inst.args):
+    if any(a in act.active or a in act.shadowed for a in inst.args) \
+            and _becomes_float(inst, loose=_returns_float_bits(callee)):
         crossing.append(("the call returns", inst.type))
     if crossing:
         what, ty = crossing[0]
@@ -369,6 +369,32 @@ def _check_float_bits_crossing(inst, act, where) -> None:
             "their derivatives cannot follow",
             location=where() if callable(where) else where,
             hint="pass the floating-point value itself, or a pointer to the union or struct")
+
+
+def _returns_float_bits(callee, limit=32) -> bool:
+    """Whether an integer ``callee`` returns (alone or in a struct) is made from a
+    float's bits (``bitcast double to i64``: a tagged value built from a double), not
+    from pointers or integers (libc++'s list iterator returned as an ``i64``)."""
+    from ..analysis.activity import floatish
+    rets = [b.terminator.value for b in callee.blocks
+            if isinstance(b.terminator, I.Ret) and b.terminator.value is not None]
+    work, seen = list(rets), set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, I.Cast) and v.opcode == "bitcast" and floatish(v.operand(0).type):
+            return True
+        if isinstance(v, I.InsertValue):
+            work.extend(v.operands[:2])
+        elif isinstance(v, (I.Phi, I.Select, I.Freeze)) or isinstance(v, I.BinaryOp) \
+                and v.opcode not in I.FP_BINARY_OPS \
+                or isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
+            work.extend(x for x in ([y for y, _ in v.incoming] if isinstance(v, I.Phi)
+                                    else v.operands) if not x.is_constant)
+    return False
 
 
 def _int_bits(v, act) -> bool:
