@@ -280,21 +280,10 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     size = module.datalayout.store_size(ty)
     from ..analysis.activity import floatish
     if size < 4 and not any(isinstance(x, I.Cast) and x.opcode == "bitcast"
-                            and floatish(x.operand(0).type) for x in _bit_sources(v)):
+                            and floatish(x.operand(0).type)
+                            for x in _int_sources(v, casts=True)):
         return False    # (bytes of a float only where a float's bits are cut up here)
     return _holds_a_float(module, inst.operand(1), size, inst)
-
-
-def _bit_sources(v, limit=32):
-    """The values the integer ``v`` is computed from through integer arithmetic,
-    truncations, extensions, phis and selects."""
-    walk = BoundedWalk(v, limit)
-    for x in walk:
-        if isinstance(x, _INT_ARITHMETIC) or isinstance(x, I.Cast) \
-                and x.opcode in ("trunc", "zext", "sext"):
-            walk.add(*x.operands)
-        else:
-            yield x
 
 
 def _float_bits(value, act, moved_only=False, limit=32) -> bool:
@@ -371,30 +360,15 @@ def _check_float_bits_crossing(inst, act, where) -> None:
             hint="pass the floating-point value itself, or a pointer to the union or struct")
 
 
-def _returns_float_bits(callee, limit=32) -> bool:
+def _returns_float_bits(callee) -> bool:
     """Whether an integer ``callee`` returns (alone or in a struct) is made from a
     float's bits (``bitcast double to i64``: a tagged value built from a double), not
     from pointers or integers (libc++'s list iterator returned as an ``i64``)."""
     from ..analysis.activity import floatish
-    rets = [b.terminator.value for b in callee.blocks
-            if isinstance(b.terminator, I.Ret) and b.terminator.value is not None]
-    work, seen = list(rets), set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if isinstance(v, I.Cast) and v.opcode == "bitcast" and floatish(v.operand(0).type):
-            return True
-        if isinstance(v, I.InsertValue):
-            work.extend(v.operands[:2])
-        elif isinstance(v, (I.Phi, I.Select, I.Freeze)) or isinstance(v, I.BinaryOp) \
-                and v.opcode not in I.FP_BINARY_OPS \
-                or isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
-            work.extend(x for x in ([y for y, _ in v.incoming] if isinstance(v, I.Phi)
-                                    else v.operands) if not x.is_constant)
-    return False
+    return any(isinstance(x, I.Cast) and x.opcode == "bitcast" and floatish(x.operand(0).type)
+               for b in callee.blocks
+               if isinstance(b.terminator, I.Ret) and b.terminator.value is not None
+               for x in _int_sources(b.terminator.value, casts=True))
 
 
 def _int_bits(v, act) -> bool:
@@ -459,12 +433,16 @@ def _holds_a_float(module, p, size, exclude, loose=False) -> bool:
 _INT_ARITHMETIC = (I.BinaryOp, I.Phi, I.Select, I.Freeze)
 
 
-def _int_sources(v, limit=32):
+def _int_sources(v, limit=32, casts=False):
     """The values the integer ``v`` is computed from through integer arithmetic
-    (phis, selects, freezes included): the leaves of that computation."""
+    (phis, selects, freezes included): the leaves of that computation; with ``casts``,
+    also through truncations, extensions and the fields of a struct built by
+    ``insertvalue``."""
     walk = BoundedWalk(v, limit)
     for x in walk:
-        if isinstance(x, _INT_ARITHMETIC):
+        if isinstance(x, _INT_ARITHMETIC) or casts and (
+                isinstance(x, I.InsertValue)
+                or isinstance(x, I.Cast) and x.opcode in ("trunc", "zext", "sext")):
             walk.add(*x.operands)
         else:
             yield x
