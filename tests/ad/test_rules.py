@@ -84,6 +84,8 @@ BINARY_CASES = {
                   [(5.3, 1.2), (7.0, 2.5)]),
     "fdim": ((lambda a, b: float(a > b), lambda a, b: -float(a > b)),
              [(1.3, 0.4), (0.2, 0.9)]),
+    # a moved by one unit in the last place towards b
+    "nextafter": ((lambda a, b: 1.0, lambda a, b: 0.0), [(0.3, 1.2), (2.0, -0.5)]),
 }
 OPS = {"fadd": "+", "fsub": "-", "fmul": "*", "fdiv": "/"}
 OP_CASES = {
@@ -103,7 +105,7 @@ def _digamma(x):
 
 
 # entries with an integer or pointer argument: test_int_and_pointer_arguments
-MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn", "lgamma_r"}
+MIXED = {"ldexp", "scalbn", "frexp", "jn", "yn", "lgamma_r", "remquo", "nexttoward"}
 
 
 def test_every_libm_entry_has_a_case():
@@ -125,11 +127,13 @@ T f_jn(T x) { return jn##S(3, x); }
 T f_yn(T x) { return yn##S(2, x); }
 T lgamma##S_r(T, int *);
 T f_lgamma_r(T x) { int s; T v = lgamma##S_r(x, &s); return v * s; }
+T f_remquo(T x) { int q; T r = remquo##S(x * 3, 1.25, &q); return r * x + q; }
+T f_nexttoward(T x) { return nexttoward##S(x * x, 10.0L) * x; }
 #define P(fn, x) printf(#fn " %.17g %.17g\n", (double)__enzyme_autodiff((void *)fn, x), \
                         (double)__enzyme_fwddiff((void *)fn, x, 1))
 int main(void) {
     P(f_ldexp, 1.3); P(f_scalbn, -0.7); P(f_frexp, 1.9); P(f_jn, 1.3); P(f_yn, 2.2);
-    P(f_lgamma_r, -0.5);
+    P(f_lgamma_r, -0.5); P(f_remquo, 1.9); P(f_nexttoward, 1.3);
     return 0;
 }
 """
@@ -148,7 +152,10 @@ def test_int_and_pointer_arguments(tmp_path, ty, opt):
             "f_frexp": 2 * m * 3 * 2.0 ** -e,
             "f_jn": _libm_slope("jn", 3)(1.3), "f_yn": _libm_slope("yn", 2)(2.2),
             # gamma(-0.5) < 0: lgamma_r's sign is -1, the slope -digamma(-0.5)
-            "f_lgamma_r": -_digamma(-0.5)}
+            "f_lgamma_r": -_digamma(-0.5),
+            # r = 3x - n 1.25 (n = 5 nearest 5.7 / 1.25): d/dx (r x + q) = 3x + r
+            "f_remquo": 3 * 1.9 + (3 * 1.9 - 5 * 1.25),
+            "f_nexttoward": 3 * 1.3 * 1.3}
     for name, w in want.items():
         # (the Bessel slopes are finite differences of libm: good to about 1e-11)
         rtol = 1e-5 if ty == "float" else 1e-9 if name in ("f_jn", "f_yn", "f_lgamma_r") \

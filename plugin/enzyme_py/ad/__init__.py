@@ -51,11 +51,16 @@ OPTIONS = {
 def _callees(fn, registry):
     from .dispatch import candidates, is_indirect
     from .openmp import outlined_of
+    from .search import comparators
     for inst in fn.instructions():
         if isinstance(inst, Call):
             c = inst.called_function
             if c is not None and not c.is_declaration and not registry.special(c.name):
                 yield c
+            elif c is not None:
+                # a library search calls its comparator (the reference search.py
+                # redirects it to calls it through its pointer)
+                yield from (f for f in comparators(inst) if not registry.special(f.name))
             elif c is None and is_indirect(inst):
                 # what a function pointer or a vtable may reach (ad/dispatch.py)
                 yield from (f for f in candidates(fn.parent, inst)

@@ -12,12 +12,14 @@ the primal call, how many bytes each argument got, so both sweeps use the same c
 
 from __future__ import annotations
 
+import re
+
 from ..analysis.effects import call_effect
 from ..ir import types as T
 from ..ir.values import ConstantInt, ConstantNull
 from .errors import ADError
 
-__all__ = ["shadowed_writes", "written", "fill_shadow", "memset0", "copy_adjoint",
+__all__ = ["shadowed_writes", "scanf_writes", "written", "fill_shadow", "memset0", "copy_adjoint",
            "strip_type_hints"]
 
 
@@ -33,6 +35,10 @@ def shadowed_writes(inst, has_shadow, where):
         if k >= len(args) or not args[k].type.is_pointer or not has_shadow(args[k]):
             continue
         if size[0] == "unknown":
+            known = scanf_writes(inst)
+            if known is not None:
+                return [(j, sz) for j, sz in known
+                        if j < len(args) and args[j].type.is_pointer and has_shadow(args[j])]
             raise ADError(f"'{inst.callee_name}' writes through argument {k + 1} an amount "
                           "of data its format decides, into memory that carries derivatives",
                           location=where,
@@ -40,6 +46,78 @@ def shadowed_writes(inst, has_shadow, where):
                                "with enzyme_const) and copy the value afterwards")
         out.append((k, size))
     return out
+
+
+# the scanf family (glibc's C99 and C23 spellings too): the format's argument index
+_SCANF_FORMAT = {f"{p}{n}": k for n, k in (("scanf", 0), ("fscanf", 1), ("sscanf", 1))
+                 for p in ("", "__isoc99_", "__isoc23_")}
+_INT_BYTES = {"hh": 1, "h": 2, "": 4, "l": 8, "ll": 8, "q": 8, "j": 8, "z": 8, "t": 8}
+_FLOAT_BYTES = {"": 4, "l": 8, "L": 16}
+_CONVERSION = re.compile(r"%(\*?)(\d*)(hh|h|ll|l|q|j|z|t|L)?([diouxXnaefgEGAscp%]|\[\^?\]?[^]]*\])")
+
+
+def _format_text(v):
+    """The text of a constant C string (a global's initialiser, or a constant offset
+    into one), or None."""
+    from ..ir.values import ConstantExpr, ConstantString
+    off = 0
+    if isinstance(v, ConstantExpr) and v.opcode == "getelementptr" and len(v.operands) == 2 \
+            and getattr(v.operand(1), "value", None) is not None \
+            and v.source_type == T.i8:
+        v, off = v.operand(0), v.operand(1).value
+    init = getattr(v, "initializer", None) if getattr(v, "is_global", False) else None
+    if not isinstance(init, ConstantString) or not getattr(v, "is_constant", False):
+        return None
+    body = init.text[2:-1] if init.text.startswith('c"') else init.text.strip('"')
+    text = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), body)
+    return text[off:].split("\0", 1)[0]
+
+
+def scanf_writes(inst):
+    """For a call of the scanf family with a constant format: ``(argument index,
+    size)`` for each pointer the format stores through -- ``("scanf", j, bytes)``, or
+    ``bytes`` ``"cstr"`` for a string (``%s``, ``%[...]``) -- ``j`` counting the
+    conversions that assign before it (the call's result says how many did); None where
+    the format is not known at compile time or has a conversion not listed here (wide
+    characters)."""
+    k = _SCANF_FORMAT.get(inst.callee_name or "")
+    args = inst.args
+    text = _format_text(args[k]) if k is not None and k < len(args) else None
+    if text is None:
+        return None
+    out, arg, assigned, pos = [], k + 1, 0, 0
+    while True:
+        pct = text.find("%", pos)
+        if pct < 0:
+            return out
+        m = _CONVERSION.match(text, pct)
+        if m is None:
+            return None
+        pos = m.end()
+        star, width, length, conv = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+        if conv == "%":
+            continue
+        if star:
+            continue        # read and dropped: no argument
+        if conv in "diouxXn":
+            size = ("scanf", assigned - (conv == "n"), _INT_BYTES[length])
+        elif conv in "aefgEGA":
+            if length not in _FLOAT_BYTES:
+                return None
+            size = ("scanf", assigned, _FLOAT_BYTES[length])
+        elif conv == "p":
+            size = ("scanf", assigned, 8)
+        elif conv == "c":
+            if length:
+                return None
+            size = ("scanf", assigned, int(width or 1))
+        else:           # %s, %[...]: characters and their NUL
+            if length:
+                return None
+            size = ("scanf", assigned, "cstr")
+        out.append((arg, size))
+        arg += 1
+        assigned += conv != "n"
 
 
 def _i64(e, v):
@@ -65,6 +143,17 @@ def written(e, k, size, args, result):
             return ConstantInt(T.i64, size[1])
         return e.select(e.icmp("eq", args[k], ConstantNull(T.ptr)), zero,
                         ConstantInt(T.i64, size[1]))
+    if kind == "scanf":
+        # stored only where the conversion assigned: the call's result counts them
+        done = e.icmp("sgt", result, ConstantInt(result.type, size[1]))
+        if size[2] == "cstr":
+            from .runtime import _string
+            strlen = e.declare("strlen", T.i64, [T.ptr])
+            text = e.select(done, args[k], _string(e.module, ""))
+            n = e.binop("add", e.call(strlen, [text]), ConstantInt(T.i64, 1))
+        else:
+            n = ConstantInt(T.i64, size[2])
+        return e.select(done, n, zero)
     if kind == "cstr":
         strlen = e.declare("strlen", T.i64, [T.ptr])
         n = e.binop("add", e.call(strlen, [args[k]]), ConstantInt(T.i64, 1))

@@ -1,18 +1,18 @@
 """The rewrites made before differentiation, in the order they run.
 
 Each private copy about to be differentiated (``ad.transform_module`` makes them) goes
-through the list below.  Every rewrite is exact -- the same values, the same bytes
-read and written at the same points -- and changes nothing where its pattern is
-absent; together they give the generators code in the forms they differentiate:
-calls that do not unwind, the C library's complex functions as real arithmetic, SIMD
-memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and pointers
-moved as integers (also merged by phis and selects, and stored into integer slots)
-back in their own types.  (Two more run on a whole set of copies,
-beside this list: ``abi.retype_float_abi`` before it -- unions of a double passed as
-an ``i64`` across calls -- and after it ``align_locals`` -- locals as aligned as the
-vector accesses of the copies, so that their shadows are aligned where they are -- and
-``typed_copies.split_integer_copies``, which needs the type analysis of all the
-copies.)  ``-v`` prints how many changes each made.
+through the list below.  Every rewrite is exact -- the same values, the same bytes read
+and written at the same points -- and changes nothing where its pattern is absent;
+together they give the generators code in the forms they differentiate: calls that do
+not unwind, the C library's complex functions as real arithmetic and its searches as
+loops, SIMD memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and
+pointers moved as integers (also merged by phis and selects, and stored into integer
+slots) back in their own types.  (Two more run on a whole set of copies, beside this
+list: ``abi.retype_float_abi`` before it -- unions of a double passed as an ``i64``
+across calls -- and after it ``align_locals`` -- locals as aligned as the vector
+accesses of the copies, so that their shadows are aligned where they are -- and
+``typed_copies.split_integer_copies``, which needs the type analysis of all the copies.)
+``-v`` prints how many changes each made.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ REWRITES = (
     ("invokes (derivative code does not unwind)", "unwind", "strip_invokes"),
     ("by-value parameters copied into locals", "rewrites", "copy_byval_params"),
     ("complex library calls", "complex", "redirect_complex_calls"),
+    ("library searches (bsearch, lfind, lsearch)", "search", "redirect_search_calls"),
     ("masked vector memory, horizontal adds", "simd", "lower_simd"),
     ("sign masks on float bits", "sign_bits", "rewrite_sign_masks"),
     ("floats stored as integers", "typed_copies", "retype_float_stores"),

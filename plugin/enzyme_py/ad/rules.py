@@ -177,6 +177,14 @@ LIBM = {
     "remainder": (lambda e, x, r, d: d,
                   lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("rint", e.fdiv(e.fsub(x[0], r),
                                                                              x[1]))))),
+    # remainder's value; the quotient's low bits stored through the pointer (an integer)
+    "remquo": (lambda e, x, r, d: d,
+               lambda e, x, r, d: e.fneg(e.fmul(d, e.libm("rint", e.fdiv(e.fsub(x[0], r),
+                                                                          x[1])))),
+               None),
+    # the float next to x in the direction of y: x moved by one unit in the last place
+    "nextafter": (lambda e, x, r, d: d, lambda e, x, r, d: _c(e, 0.0, r)),
+    "nexttoward": (lambda e, x, r, d: d, lambda e, x, r, d: _c(e, 0.0, x[1])),
     # max(x - y, 0)
     "fdim": (lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), d, _c(e, 0.0, r)),
              lambda e, x, r, d: e.select(e.fcmp("ogt", x[0], x[1]), e.fneg(d), _c(e, 0.0, r))),

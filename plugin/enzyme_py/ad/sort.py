@@ -1,11 +1,12 @@
-"""``qsort`` -- and libc++'s out-of-line ``std::sort`` of floating-point values -- on memory
-that carries derivatives.
+"""``qsort`` (and GNU ``qsort_r``) -- and libc++'s out-of-line ``std::sort`` of
+floating-point values -- on memory that carries derivatives.
 
 Sorting moves whole elements: almost everywhere its derivative is the permutation it
 applied (whatever the comparator reads, active values included).  So the derivative code
 sorts in a way that records the permutation, and moves the shadow the same way:
 
-- ``__enzyme_py_sort_perm(base, n, size, cmp) -> perm``: copies the elements into a
+- ``__enzyme_py_sort_perm(base, n, size, cmp) -> perm`` (``_sort_perm_r(..., cmp,
+  arg)`` for ``qsort_r``, whose comparator takes ``arg``): copies the elements into a
   scratch array with their index appended (the comparator sees each element at the start
   of a record, as it would in place), ``qsort``s the records with ``cmp``, copies the
   elements back and returns the ``n`` source indices (``perm[i]``: where the element now
@@ -63,14 +64,15 @@ def _loop(e, fn, n, body):
     e.position_at_end(done)
 
 
-def _sort_perm(module):
+def _sort_perm(module, with_arg=False):
     from .emit import Emitter
     from .runtime import _new
-    fn, new = _new(module, "__enzyme_py_sort_perm", T.ptr, [T.ptr, _I64, _I64, T.ptr])
+    name = "__enzyme_py_sort_perm_r" if with_arg else "__enzyme_py_sort_perm"
+    fn, new = _new(module, name, T.ptr, [T.ptr, _I64, _I64, T.ptr] + [T.ptr] * with_arg)
     if not new:
         return fn
     e = Emitter(module)
-    base, n, size, cmp = fn.args
+    base, n, size, cmp = fn.args[:4]
     e.position_at_end(fn.append_basic_block("entry"))
     false = ConstantInt(T.i1, 0)
     # records of round_up(size + 8, 16) bytes: the element, then its index
@@ -84,8 +86,12 @@ def _sort_perm(module):
         e.call(_memcpy(e), [rec, e.gep_bytes(base, e.binop("mul", i, size)), size, false])
         e.store(i, e.gep_bytes(rec, size), 1)
     _loop(e, fn, n, pack)
-    qsort = e.declare("qsort", T.void, [T.ptr, _I64, _I64, T.ptr])
-    e.call(qsort, [tmp, n, stride, cmp])
+    if with_arg:    # GNU qsort_r: the comparator's third argument
+        qsort = e.declare("qsort_r", T.void, [T.ptr, _I64, _I64, T.ptr, T.ptr])
+        e.call(qsort, [tmp, n, stride, cmp, fn.args[4]])
+    else:
+        qsort = e.declare("qsort", T.void, [T.ptr, _I64, _I64, T.ptr])
+        e.call(qsort, [tmp, n, stride, cmp])
     perm = _malloc(module, e, fn, e.binop("add", e.binop("mul", n, ConstantInt(_I64, 8)),
                                           ConstantInt(_I64, 1)), "sorting (qsort)")
 
@@ -151,13 +157,14 @@ def _less(module, ty):
 
 def sort_operands(module, e, name, args, comparator=True):
     """qsort's ``(base, n, size, cmp)`` (i64 counts) for a call of the ``sort`` kind:
-    qsort's own, or for libc++'s ``std::__sort(first, last, comp)`` of T: ``first``,
-    ``(last - first) / sizeof(T)``, ``sizeof(T)`` and ``__enzyme_py_less_<T>`` (None
-    unless ``comparator``)."""
+    qsort's own (``qsort_r``'s, with its comparator's argument after them), or for
+    libc++'s ``std::__sort(first, last, comp)`` of T: ``first``, ``(last - first) /
+    sizeof(T)``, ``sizeof(T)`` and ``__enzyme_py_less_<T>`` (None unless
+    ``comparator``)."""
     elem = libcxx_sort_element(name)
     if elem is None:
         base, n, size, cmp = args[:4]
-        return base, _i64(e, n), _i64(e, size), cmp
+        return (base, _i64(e, n), _i64(e, size), cmp) + tuple(args[4:5] if comparator else ())
     ty = {"double": T.double, "float": T.float, "x86_fp80": T.x86_fp80}[elem]
     size = ConstantInt(_I64, module.datalayout.size_in_bytes(ty))
     first, last = args[0], args[1]
@@ -171,8 +178,9 @@ def aug_qsort(gen, inst, A):
     keep the permutation for the reverse sweep."""
     e, module = gen.e, gen.ctx.module
     e.position_before(A)
-    base, n, size, cmp = sort_operands(module, e, inst.callee_name, A.args)
-    perm = e.call(_sort_perm(module), [base, n, size, cmp])
+    ops = sort_operands(module, e, inst.callee_name, A.args)
+    perm = e.call(_sort_perm(module, len(ops) == 5), list(ops))
+    base, n, size = ops[:3]
     e.call(_permute(module, False), [gen._sh_aug(inst.args[0], inst), n, size, perm])
     A.erase()
     gen.vmap[inst] = perm
@@ -186,7 +194,7 @@ def rev_qsort(gen, inst, b):
     # the operands that say how many elements: qsort's n and size, std::__sort's ends
     used = (0, 1) if libcxx_sort_element(inst.callee_name) else (1, 2)
     args = [gen.primal(a, b) if k in used else None for k, a in enumerate(inst.args[:4])]
-    _, n, size, _ = sort_operands(module, e, inst.callee_name, args, comparator=False)
+    _, n, size, _ = sort_operands(module, e, inst.callee_name, args[:4], comparator=False)
     e.call(_permute(module, True), [gen.shadow(inst.args[0], b), n, size, perm])
     e.call(e.declare("free", T.void, [T.ptr]), [perm])
 
@@ -195,8 +203,9 @@ def fwd_qsort(fgen, inst, A):
     """Forward mode: sort recording the permutation; each tangent lane follows."""
     e, module = fgen.e, fgen.ctx.module
     e.position_before(A)
-    base, n, size, cmp = sort_operands(module, e, inst.callee_name, A.args)
-    perm = e.call(_sort_perm(module), [base, n, size, cmp])
+    ops = sort_operands(module, e, inst.callee_name, A.args)
+    perm = e.call(_sort_perm(module, len(ops) == 5), list(ops))
+    n, size = ops[1:3]
     for s in fgen.S(inst.args[0], inst):
         e.call(_permute(module, False), [s, n, size, perm])
     e.call(e.declare("free", T.void, [T.ptr]), [perm])

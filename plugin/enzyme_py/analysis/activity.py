@@ -1159,6 +1159,36 @@ def pointer_offsets(ty, dl, limit=64):
     return None if len(out) > limit else out
 
 
+def _constant_copy(call, dl):
+    """For ``memcpy(local, @const, n)`` copying a whole constant global (clang's
+    initialiser of a local struct, ``sort_ctx ctx = {perm, -1}``): its leaves,
+    ``[(offset, constant)]``; else None."""
+    from ..ir.values import ConstantAggregate
+    if not (call.callee_name or "").startswith("llvm.memcpy.") or len(call.args) < 3:
+        return None
+    g = call.args[1]
+    init = getattr(g, "initializer", None) if getattr(g, "is_constant", False) else None
+    n = getattr(call.args[2], "value", None)
+    if init is None or n != dl.size_in_bytes(g.value_type):
+        return None
+    out = []
+
+    def walk(c, ty, o):
+        aggregate = ty.is_struct or ty.is_array
+        if not aggregate or not isinstance(c, ConstantAggregate):
+            if aggregate and has_pointer(ty):
+                return False    # (a zeroed struct of pointers: not followed)
+            out.append((o, c))  # (a zeroed or text array: integer bytes)
+            return True
+        offs = dl.field_offsets(ty) if ty.is_struct else None
+        for k, x in enumerate(c.operands):
+            at = offs[k] if offs is not None else k * dl.size_in_bytes(x.type)
+            if not walk(x, x.type, o + at):
+                return False
+        return True
+    return out if walk(init, g.value_type, 0) else None
+
+
 def _copied_param(call, off, dl):
     """For ``memcpy(local + off, param, n)`` with ``param`` a by-value parameter holding
     pointers, copied whole into the local at its start (``rewrites.copy_byval_params``):
@@ -1193,6 +1223,27 @@ def _passed_as_slot(call, index, st, offset, depth=_DEPTH) -> bool:
                 return False
             got.floats |= floatish(u.user.type)
         got.inexact = True
+    st.add(got, offset)
+    st.called = True
+    return True
+
+
+def _passed_to_comparator(call, index, st, offset, depth=_DEPTH) -> bool:
+    """Whether the local passed as GNU ``qsort_r``'s last argument (the comparator's
+    context, ``sort_ctx ctx = {perm, -1}``) stays followable: the comparator passed,
+    a function defined in the program, only loads through its third parameter (what it
+    loads goes to ``st``)."""
+    from ..ir.module import Function
+    cmp = call.args[3] if call.num_args == 5 else None
+    if (call.callee_name or "") != "qsort_r" or index != 4 or depth == 0 \
+            or not isinstance(cmp, Function) or cmp.is_declaration or len(cmp.args) != 3:
+        return False
+    cmp.materialize()
+    got = _memory_summary(call, cmp.args[2], cmp.args[2], depth)
+    # (stores of the comparator's other arguments there would be the elements', which
+    # the summary would take for qsort_r's own arguments)
+    if got is None or got.returned or got.ptrs or got.loaded:
+        return False
     st.add(got, offset)
     st.called = True
     return True
@@ -1607,12 +1658,23 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
         elif isinstance(user, Call) and off == 0 and u.index == 0 \
                 and (user.callee_name or "") in FREE_NAMES and not isinstance(a, Alloca):
             pass        # the block freed
+        elif isinstance(user, Call) and u.index == 0 and off is not None \
+                and _constant_copy(user, dl) is not None:
+            for o, v in _constant_copy(user, dl):     # (``sort_ctx ctx = {perm, -1}``)
+                if v.type.is_pointer:
+                    st.ptrs.append((v, off + o))
+                elif floatish(v.type):
+                    st.floats = True
+                else:
+                    st.int_stores.append((off + o, dl.store_size(v.type)))
         elif isinstance(user, Call) and u.index == 0 \
                 and _copied_param(user, off, dl) is not None:
             param, fields, floats = _copied_param(user, off, dl)
             st.copies.append((param, off, fields))
             st.floats |= floats
         elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off, depth):
+            pass
+        elif isinstance(user, Call) and _passed_to_comparator(user, u.index, st, off, depth):
             pass
         elif isinstance(user, Call) and _shared_with_region(user, u.index, st, off, depth):
             pass

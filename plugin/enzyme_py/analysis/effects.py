@@ -39,9 +39,10 @@ one is an error where it touches active data).  The kinds:
               the calls without a rule and ``MPI_Wait``, which completes a receive).
               ``MPI_Comm_rank``/``size`` are ``writes`` (an int), ``MPI_Wtime``/``Wtick``
               ``inactive``.
-``sort``      ``qsort``, and libc++'s ``std::sort`` of floating-point values (the library
-              instantiates ``std::__1::__sort<__less<T>&, T*>`` for float, double and
-              long double out of line: ``libcxx_sort_element``): moves whole elements
+``sort``      ``qsort`` (GNU ``qsort_r``), and libc++'s ``std::sort`` of floating-point
+              values (the library instantiates ``std::__1::__sort<__less<T>&, T*>``
+              for float, double and long double out of line:
+              ``libcxx_sort_element``): moves whole elements
               of an array (by a comparator); where the array has a shadow the
               derivative code records the permutation and moves the shadow the same
               way (ad/sort.py).
@@ -91,7 +92,8 @@ PURE_MATH = frozenset({
     "fmod", "fma", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "round", "trunc",
     "rint", "nearbyint", "roundeven", "remainder", "fdim", "logb", "j0", "j1", "y0", "y1",
     "jn", "yn",
-    "ldexp", "scalbn", "sincospi", "frexp", "modf", "lgamma_r",
+    "ldexp", "scalbn", "sincospi", "frexp", "modf", "lgamma_r", "remquo", "nextafter",
+    "nexttoward",
     # LLVM spellings
     "maxnum", "minnum", "maximum", "minimum", "maximumnum", "minimumnum", "fmuladd",
 })
@@ -227,12 +229,22 @@ _TABLE.update(_writes("stores what the format says through its pointer arguments
                       ["scanf"], *((k, ("unknown",)) for k in range(1, 17))))
 _TABLE.update(_writes("stores what the format says through its pointer arguments",
                       ["sscanf", "fscanf"], *((k, ("unknown",)) for k in range(2, 18))))
+# glibc's spellings of the scanf family and of strtol & co. under C99 and C2x/C23
+# (``-std=c2x``, glibc 2.38): the same functions
+for _n in ("scanf", "sscanf", "fscanf", "strtol", "strtoll", "strtoul", "strtoull"):
+    for _p in ("__isoc99_", "__isoc23_"):
+        if _n.startswith("strto") and _p == "__isoc99_":
+            continue
+        _TABLE[_p + _n] = _TABLE[_n]
 
 # math functions that also store a result through a pointer (no derivative there)
-for _n, _b in (("frexp", 4), ("frexpf", 4), ("frexpl", 4), ("modf", 8), ("modff", 4),
-               ("modfl", 16), ("lgamma_r", 4), ("lgammaf_r", 4), ("lgammal_r", 4)):
+# (remquo: the low bits of the quotient, through its third argument)
+for _n, _k, _b in (("frexp", 1, 4), ("frexpf", 1, 4), ("frexpl", 1, 4), ("modf", 1, 8),
+                   ("modff", 1, 4), ("modfl", 1, 16), ("lgamma_r", 1, 4),
+                   ("lgammaf_r", 1, 4), ("lgammal_r", 1, 4), ("remquo", 2, 4),
+                   ("remquof", 2, 4), ("remquol", 2, 4)):
     _TABLE[_n] = CallEffect("math", "math function; stores a second result through its "
-                            "pointer argument", writes=((1, ("const", _b)),))
+                            "pointer argument", writes=((_k, ("const", _b)),))
 
 ALLOC_NAMES = {
     "malloc": ("arg", 0), "valloc": ("arg", 0), "calloc": ("mul", 0, 1),
@@ -304,6 +316,8 @@ for _n in MIRRORED:
                                       "or a list (pointers only)")
 
 _TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
+_TABLE["qsort_r"] = CallEffect("sort", "sorts an array in place (GNU qsort_r: the comparator "
+                               "takes a third argument): moves whole elements")
 
 # void std::__1::__sort<std::__1::__less<T[, T]>&, T*>(T*, T*, __less<T[, T]>&): libc++
 # sorts its arithmetic types in the shared library (an extern template), so std::sort of
