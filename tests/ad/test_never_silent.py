@@ -957,3 +957,53 @@ def test_generic_containers_moving_doubles_as_bytes(tmp_path, opt):
         or "floating-point values moved through integer operations" in err, err
     run(tmp_path, CHAR_TEMP_SWAP, opt)
 
+
+# Round AQ: a log density storing the parameter pointer into its enzyme_const context
+# struct and reading it back through a helper: at -O0 (and wherever the load is not
+# forwarded from the store) the pointer read back had no shadow -- gradient 0 for 6,
+# silently.  A pointer with a shadow stored into a caller's memory without one, where
+# the code reads pointers back from that place, is a compile error now; storing one
+# into another field of such a struct, never read back, is fine.
+CONTEXT_POINTER = r"""
+typedef struct { const double *theta; } ctx_t;
+__attribute__((noinline)) static double get(const ctx_t *c) { return c->theta[0]; }
+double logp(const double *theta, ctx_t *c) {
+    c->theta = theta;
+    double x = get(c);
+    return x * x;
+}
+int main(void) {
+    ctx_t c = { 0 };
+    double th[1] = { 3.0 }, g[1] = { 0 };
+    __enzyme_autodiff((void *)logp, enzyme_dup, th, g, enzyme_const, &c);
+    printf("%g\n", g[0]);
+    return 0;
+}
+"""
+CONTEXT_FIELD_NOT_READ = r"""
+typedef struct { const double *data; const double *last; int n; } ctx_t;
+__attribute__((noinline)) static double dot(const ctx_t *c, const double *x) {
+    double s = 0;
+    for (int i = 0; i < c->n; i++) s += c->data[i] * x[i] * x[i];
+    return s;
+}
+double f(const double *x, ctx_t *c) {
+    c->last = x;           /* remembered for the caller, not read here */
+    return dot(c, x);
+}
+int main(void) {
+    double data[3] = { 1, 2, 3 }, x[3] = { 0.5, -1, 2 }, dx[3] = { 0 }, t[3] = { 0, 0, 1 };
+    ctx_t c = { data, 0, 3 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, &c);
+    for (int i = 0; i < 3; i++) check("rev", dx[i], 2 * data[i] * x[i]);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, &c), 12);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_pointer_stored_into_a_const_context_and_read_back(tmp_path, opt):
+    err = build_error(tmp_path, CONTEXT_POINTER, opt)
+    assert "stored into memory without a shadow that a caller passed" in err, err
+    run(tmp_path, CONTEXT_FIELD_NOT_READ, opt)

@@ -123,6 +123,16 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
                       hint="pass the memory to the functions that use it as an argument, or "
                            "store only enzyme_dup pointers (or blocks the code allocates) "
                            "into that global")
+    from ..analysis.globals import argument_read_back
+    if argument_read_back(p, functions, memo):
+        raise ADError("a pointer that carries derivatives is stored into memory without a "
+                      "shadow that a caller passed (an enzyme_const argument: a context "
+                      "struct), and the differentiated code reads pointers back from "
+                      "there: the derivatives read or written through them would be lost",
+                      location=location,
+                      hint="pass that memory with enzyme_dup and a shadow of it (the "
+                           "shadow's pointer fields get the shadows' pointers), or pass the "
+                           "pointer itself to the functions that use it")
 
 
 def unshadowed_atomic_error(location) -> ADError:

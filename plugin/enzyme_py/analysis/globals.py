@@ -204,6 +204,51 @@ def pointer_read_back(g, functions, memo: dict) -> bool:
     return g in reads
 
 
+def argument_read_back(p, functions, memo: dict) -> bool:
+    """Whether ``functions`` load a pointer -- through which they may access floats --
+    from the memory ``p`` points into when that is an argument's (the caller's memory,
+    an ``enzyme_const`` context struct): from the same argument, or from the parameter
+    of a callee it is passed to (or of a caller passing it), at ``p``'s offset (or an
+    offset not known).  A pointer with a shadow stored there and read back would lose
+    its shadow on the way."""
+    from .activity import base_offset
+    root, off = base_offset(p, p.parent.parent.parent.datalayout) \
+        if getattr(p, "is_instruction", False) else (p, 0)
+    if not getattr(root, "is_argument", False):
+        return False
+    classes = memo.get("argument_classes")
+    if classes is None:
+        classes = memo["argument_classes"] = _argument_classes(functions)
+    mine = classes.get(root, {root})
+    for fn in functions:
+        for i in fn.instructions():
+            if not (isinstance(i, Load) and i.type.is_pointer):
+                continue
+            r, o = base_offset(i.operand(0), fn.parent.datalayout)
+            if r in mine and (o is None or off is None or o == off) \
+                    and may_access_floats(i):
+                return True
+    return False
+
+
+def _argument_classes(functions) -> dict:
+    """Parameter -> the set of parameters that may point to the same memory because a
+    direct call among ``functions`` passes one for the other (unchanged or offset)."""
+    parent = {}
+
+    def find(a):
+        while parent.setdefault(a, a) is not a:
+            a = parent[a]
+        return a
+    for param, r in _passed_roots(functions):
+        if getattr(r, "is_argument", False):
+            parent[find(param)] = find(r)
+    out: dict = {}
+    for a in list(parent):
+        out.setdefault(find(a), set()).add(a)
+    return {a: out[find(a)] for a in parent}
+
+
 def may_access_floats(p, depth=3) -> bool:
     """Whether the code may read or write floating-point values through the pointer
     ``p`` (or through pointers loaded through it, ``depth`` levels down); calls it is
