@@ -2003,3 +2003,34 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_name_copied_byte_by_byte_beside_a_double(tmp_path, opt):
     run(tmp_path, NAME_COPY, opt)
+
+
+# Round AP: a CVODE-style user-data struct holding an enzyme_const pointer, an active
+# one and a zero-initialised array of doubles: clang -O0 initialises it by a memcpy from
+# a constant global, after which the local could not be followed and the const pointer
+# was "mixed with pointers that have shadows" (Enzyme 15 right in reverse mode).  A
+# local copied whole from a constant holds the constant's leaves.
+USER_DATA_INIT = r"""
+typedef struct { const double *A; const double *Ea; double k[3]; } UD;
+__attribute__((noinline)) static void set_rates(UD *u) {
+    for (int i = 0; i < 3; i++) u->k[i] = u->A[i] * exp(-u->Ea[i]);
+}
+double f(const double *A, const double *Ea) {
+    UD u = { A, Ea, { 0, 0, 0 } };
+    set_rates(&u);
+    return u.k[0] + 2 * u.k[1] + 3 * u.k[2];
+}
+int main(void) {
+    double A[3] = { 2, 1, 0.5 }, Ea[3] = { 0.5, 1, 1.5 }, dEa[3] = { 0 }, t[3] = { 0, 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_const, A, enzyme_dup, Ea, dEa);
+    for (int i = 0; i < 3; i++) check("rev", dEa[i], -(i + 1) * A[i] * exp(-Ea[i]));
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_const, A, enzyme_dup, Ea, t),
+          -2 * A[1] * exp(-Ea[1]));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_of_const_and_active_pointers_initialised_from_a_constant(tmp_path, opt):
+    run(tmp_path, USER_DATA_INIT, opt)

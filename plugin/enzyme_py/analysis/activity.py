@@ -1159,6 +1159,12 @@ def pointer_offsets(ty, dl, limit=64):
     return None if len(out) > limit else out
 
 
+def _zeroes(call) -> bool:
+    """A ``memset`` of zero bytes."""
+    return (call.callee_name or "").startswith("llvm.memset.") and len(call.args) >= 3 \
+        and getattr(call.args[1], "value", None) == 0
+
+
 def _constant_copy(call, dl):
     """For ``memcpy(local, @const, n)`` copying a whole constant global (clang's
     initialiser of a local struct, ``sort_ctx ctx = {perm, -1}``): its leaves,
@@ -1658,6 +1664,8 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
         elif isinstance(user, Call) and off == 0 and u.index == 0 \
                 and (user.callee_name or "") in FREE_NAMES and not isinstance(a, Alloca):
             pass        # the block freed
+        elif isinstance(user, Call) and u.index == 0 and _zeroes(user):
+            pass        # zero bytes: null pointers, zero floats (``UD u = {A, Ea, {0}}``)
         elif isinstance(user, Call) and u.index == 0 and off is not None \
                 and _constant_copy(user, dl) is not None:
             for o, v in _constant_copy(user, dl):     # (``sort_ctx ctx = {perm, -1}``)
