@@ -201,3 +201,56 @@ def test_call_sites_merged_into_one_invoke_on_a_select(tmp_path, opt):
     v = parse_values(out.stdout)
     assert v["d0"] == [2.0, 4.0, 6.0], out.stdout     # argc = 1: f, then g
     assert v["d1"] == [3.0, 12.0, 27.0], out.stdout
+
+
+# Round AQ, Stan-math style argument checks: `throw std::domain_error(std::string(fn) +
+# ": must be positive")` on the (untaken) error path of a log density.  At -O2 the
+# strings' locals got shadows -- they hold pointers and are passed to the string
+# functions -- and the constant text stored into them was "a pointer without a shadow
+# mixed with pointers that have shadows" (Enzyme 15 builds it).  A local used only on
+# paths that return no more (they end in a throw) needs no shadow: nothing it holds
+# reaches a derivative.
+MESSAGE_ON_THROW_PATH = r"""
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+extern "C" { int enzyme_dup; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+static void check_positive(const char *fn, double x) {
+  if (!(x > 0)) throw std::domain_error(std::string(fn) + ": must be positive");
+}
+static void check_finite(const char *fn, double x) {
+  if (!std::isfinite(x)) throw std::domain_error(std::string(fn));
+}
+static void check_small(const char *fn, double x) {
+  if (x > 1e6) throw std::range_error(std::string("too large in ") + fn);
+}
+double logp(const double *t) {
+  double s = std::exp(t[0]);
+  check_positive("logp", s);
+  check_finite("logp", t[1]);
+  check_small("logp", s * t[1]);
+  return -s + 2 * t[0] + t[1] * t[1] * s;
+}
+int main() {
+  double t[2] = {0.5, -0.3}, g[2] = {0, 0}, v[2] = {1, 0};
+  __enzyme_autodiff((void *)logp, enzyme_dup, t, g);
+  std::printf("%.17g %.17g %.17g\n", g[0], g[1], __enzyme_fwddiff((void *)logp, enzyme_dup, t, v));
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_exception_messages_built_on_throw_paths(tmp_path, opt):
+    src = Path(tmp_path) / "m.cpp"
+    src.write_text(MESSAGE_ON_THROW_PATH)
+    exe = Path(tmp_path) / "m"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    s, y = math.exp(0.5), -0.3
+    want = [-s + 2 + y * y * s, 2 * y * s, -s + 2 + y * y * s]
+    assert [float(v) for v in out.stdout.split()] == pytest.approx(want, rel=1e-12)

@@ -40,7 +40,9 @@ local variable that holds no pointers and whose address goes nowhere but loads a
 stores here (the allocas of -O0 code) needs a shadow only if a value loaded from it
 reaches an output; a store into it is an output only then.  Such locals lose their
 shadow (``unshadowed_locals``: the generators store active values into them without
-complaint).  Function arguments stay as the caller declared them; other memory keeps
+complaint).  A local used only on paths that return no more (they end in a throw or
+``abort()``: an exception's message built in a ``std::string``) needs no shadow
+either.  Function arguments stay as the caller declared them; other memory keeps
 its shadow.
 
 A block (a ``malloc``, a local array) merged by a phi or select only with pointers
@@ -347,7 +349,8 @@ class Activity:
             if isinstance(i, Alloca):
                 st = self.slots.get(i)
                 if st is None:
-                    return "shadow" if _alloca_may_hold_float(i) else None
+                    return "shadow" if _alloca_may_hold_float(i) \
+                        and not self._used_on_doomed_paths(i) else None
                 return "shadow" if st.floats or st.holds_shadowed(self) \
                     else None
             if isinstance(i, Cast) and i.opcode == "inttoptr":
@@ -484,6 +487,28 @@ class Activity:
             return any(touches(t, self.shadow_globals, self._touches)
                        for t in indirect_targets(self.fn.parent, call))
         return touches(callee, self.shadow_globals, self._touches)
+
+    def _used_on_doomed_paths(self, a) -> bool:
+        """Whether every use of the local ``a`` (through its GEPs and casts) is on a
+        path that returns no more (``_doomed_blocks``: the message of an exception
+        built in a ``std::string`` before a throw): its contents never reach a
+        derivative, so it needs no shadow."""
+        doomed = self.__dict__.get("_doomed")
+        if doomed is None:
+            doomed = self._doomed = _doomed_blocks(a.parent.parent)
+        if not doomed:
+            return False
+        walk = BoundedWalk(a, 64)
+        for x in walk:
+            for u in x.uses:
+                user = u.user
+                if _marker(user):
+                    continue
+                if user.parent not in doomed:
+                    return False
+                if isinstance(user, (GEP, Cast)):
+                    walk.add(user)
+        return not walk.exceeded
 
     def may_hold_shadowed_pointers(self, p) -> bool:
         """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
@@ -897,6 +922,21 @@ def _merged_with(derived):
             for x in [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]:
                 if x not in derived:
                     yield x
+
+
+def _doomed_blocks(fn) -> frozenset:
+    """The blocks of ``fn`` from which no ``ret`` can be reached: paths that end in a
+    throw, ``abort()``, ``exit()`` -- where no derivative comes back from."""
+    from .cfg import CFG
+    cfg = CFG(fn)
+    back = [b for b in cfg.rpo if isinstance(b.terminator, Ret)]
+    seen = set(back)
+    while back:
+        for p in cfg.preds[back.pop()]:
+            if p not in seen:
+                seen.add(p)
+                back.append(p)
+    return frozenset(b for b in cfg.rpo if b not in seen)
 
 
 def _alloca_may_hold_float(a) -> bool:
