@@ -209,3 +209,53 @@ def test_select_of_boxes_also_tested_as_bits_is_retyped():
     text = print_module(m)
     llvm.parse_assembly(text).verify()
     assert "select i1 %c, double %x, double %y" in text, text
+
+
+# Round AR, a TinyEKF-style filter: its workspace is a static struct of pointers into a
+# static buffer, and a helper zeroes the upper triangle of a matrix (`L[i*n+j] = 0.0`).
+# At -O1 and above LLVM unrolls the zeroing and stores `i64 0`: an integer store, which
+# left the overwritten double's adjoint (tangent) in the shadow -- dx[1] = 1 for 0 in
+# both modes, silently.  Integer constants stored over floats of their width are
+# stored as the float constant of the same bits.
+ZERO_STORE = r"""
+#include <math.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+typedef struct { int n; double *x, *L; } ws_t;
+static double buf[8];
+static ws_t w;
+static void step(ws_t *e) {
+    int n = e->n;
+    for (int i = 0; i < n * n; i++) e->L[i] = e->x[i] * e->x[i];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) e->L[i * n + j] = 0.0;
+    for (int i = 0; i < n * n; i++) e->x[i] = sin(e->L[i]);
+}
+double f(const double *x0, int T) {
+    w.n = 2; w.x = buf; w.L = buf + 4;
+    for (int i = 0; i < 4; i++) w.x[i] = x0[i];
+    for (int t = 0; t < T; t++) step(&w);
+    return w.x[0] + w.x[1] + w.x[2] + w.x[3];
+}
+int main(void) {
+    double x[4] = {0.3, 0.5, 0.7, 0.2}, dx[4] = {0}, t[4] = {0, 1, 0, 0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 1);
+    printf("rev %.17g %.17g %.17g %.17g\n", dx[0], dx[1], dx[2], dx[3]);
+    printf("fwd %.17g\n", __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, 1));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_integer_zero_stored_over_doubles(tmp_path, opt):
+    import math
+    out = build_and_run(tmp_path, ZERO_STORE, opt)
+    assert out.returncode == 0, out.stderr
+    vals = parse_values(out.stdout)
+    x = [0.3, 0.5, 0.7, 0.2]
+    want = [0.0 if i == 1 else 2 * v * math.cos(v * v) for i, v in enumerate(x)]
+    assert vals["rev"] == pytest.approx(want, rel=1e-13, abs=1e-15)
+    assert vals["fwd"] == [0.0]

@@ -409,11 +409,15 @@ def _round(module, options, log) -> None:
                              if f.is_materialized and not f.is_declaration]
     from .rewrites import align_locals
     rewritten["locals aligned for vector access"] = align_locals(list(clone_of.values()))
-    from .typed_copies import split_integer_copies
+    from .typed_copies import retype_constant_stores, split_integer_copies
     split = split_integer_copies(module, list(clone_of.values()))   # see typed_copies.py
     if split:
         module.typetree_scope = list(module.typetree_scope)     # analysed again
     rewritten["integer copies of small structs"] = split
+    constants = retype_constant_stores(module, list(clone_of.values()))
+    if constants:
+        module.typetree_scope = list(module.typetree_scope)
+    rewritten["integer constants stored over floats"] = constants
     log(describe(rewritten))
     ctx = Context(module, rename, log)
     ctx.strong_zero = options.get("strong-zero", "0") != "0"

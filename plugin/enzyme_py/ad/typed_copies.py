@@ -29,7 +29,7 @@ from ..ir.instructions import BinaryOp, Cast, Load, ShuffleVector, Store
 from ..ir.values import ConstantAggregate, ConstantInt, Poison, Undef
 
 __all__ = ["split_integer_copies", "retype_float_lanes", "retype_float_merges",
-           "retype_float_stores",
+           "retype_float_stores", "retype_constant_stores",
            "retype_pointer_moves",
            "replace_with_floats", "fold_bitcast_pairs"]
 
@@ -197,6 +197,76 @@ def split_integer_copies(module, functions) -> int:
     for ld, extracted, stores, fields in todo:
         _split(ld, extracted, stores, fields, module)
     return len(todo)
+
+
+# ------------------------------------------------------------------------------------
+# Integer constants stored over floats.  LLVM stores a float constant as the integer of
+# its bits where it only moves bytes (``L[i*n+j] = 0.0`` of a zeroing loop, once
+# unrolled: ``store i64 0``; a vectorised zeroing: ``store <2 x i64> zeroinitializer``).
+# An integer store says nothing to the generators, so the old value's derivative stayed
+# in the shadow: the reverse sweep carried the stale adjoint of the overwritten double
+# on, forward mode its stale tangent (round AR, a TinyEKF's upper triangle zeroed:
+# dx = 1 for 0 at -O2, silently).  Where the byte-offset analysis says the memory holds
+# floats of the integer's width (and nothing else), such a store stores the float
+# constant of the same bits.
+
+def _float_constant(c, fty):
+    """The ``fty`` constant with the bits of the integer constant ``c``, or None."""
+    import struct
+    from ..ir.values import ConstantFP
+    bits = c.value & ((1 << c.type.width) - 1)
+    if fty is T.double:
+        return ConstantFP(fty, struct.unpack("<d", bits.to_bytes(8, "little"))[0],
+                          text=f"0x{bits:016X}")
+    x = struct.unpack("<f", bits.to_bytes(4, "little"))[0]
+    if x != x:
+        return None     # (a NaN payload: not spelled here)
+    return ConstantFP(fty, x)
+
+
+def _float_of_constant(c):
+    """The float type and constant with the same bits as the integer (or integer vector)
+    constant ``c`` of 32- or 64-bit elements, or None."""
+    from ..ir.values import ZeroInit
+    ty = c.type
+    el = ty.element if ty.is_vector else ty
+    if not el.is_int or el.width not in (32, 64):
+        return None
+    fel = T.double if el.width == 64 else T.float
+    if not ty.is_vector:
+        return (fel, _float_constant(c, fel)) if isinstance(c, ConstantInt) else None
+    vty = T.VectorType(fel, ty.count)
+    if isinstance(c, ZeroInit):
+        return vty, ZeroInit(vty)
+    if isinstance(c, ConstantAggregate) and all(isinstance(x, ConstantInt) for x in c.operands):
+        lanes = [_float_constant(x, fel) for x in c.operands]
+        return None if None in lanes else (vty, ConstantAggregate(vty, lanes))
+    return None
+
+
+def retype_constant_stores(module, functions) -> int:
+    """Store as floats the integer constants ``functions`` store over floats of their
+    width (see above); return how many stores were retyped."""
+    from ..analysis.typetree import MemoryTypes
+    if not module.datalayout.little_endian:
+        return 0
+    found = [(st, got) for fn in functions for st in fn.instructions()
+             if isinstance(st, Store) and not st.volatile and not st.ordering
+             for got in [_float_of_constant(st.operand(0))] if got is not None]
+    if not found:
+        return 0
+    types = MemoryTypes.of(module, [st.operand(1) for st, _ in found])
+    stores = tuple(st for st, _ in found)
+    dl = module.datalayout
+    n = 0
+    for st, (fty, c) in found:
+        el = fty.element if fty.is_vector else fty
+        if types.kinds(st.operand(1), 0, dl.store_size(fty), stores) != {el.kind}:
+            continue
+        st.set_operand(0, c)
+        st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
+        n += 1
+    return n
 
 
 # ------------------------------------------------------------------------------------
