@@ -2034,3 +2034,39 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_of_const_and_active_pointers_initialised_from_a_constant(tmp_path, opt):
     run(tmp_path, USER_DATA_INIT, opt)
+
+
+# Round AR: TinyEKF keeps its workspace in a static struct of pointers into a static
+# buffer, set up by a helper (`ws_init(&w, buf)` storing `e->x = v`).  At -O0 the store
+# of the buffer's address went through the helper's parameter, which was not known to
+# be a global's address: the struct got no shadow global and the stores into the
+# buffer were refused (right at -O2; Enzyme 15 builds the filter).  A parameter every
+# call passes a global for stores that global's address.
+GLOBAL_WORKSPACE = r"""
+typedef struct { double *x, *y; } ws_t;
+static double buf[8];
+static ws_t w;
+static void ws_init(ws_t *e, double *v) { e->x = v; e->y = v + 4; }
+__attribute__((noinline)) static double combine(const ws_t *e) {
+    return e->y[0] + e->y[1] * e->y[2] + e->y[3];
+}
+double f(const double *x0) {
+    ws_init(&w, buf);
+    for (int i = 0; i < 4; i++) w.x[i] = x0[i];
+    for (int i = 0; i < 4; i++) w.y[i] = w.x[i] * w.x[i];
+    return combine(&w);
+}
+int main(void) {
+    double x[4] = { 0.3, 0.5, 0.7, 0.2 }, dx[4] = { 0 }, t[4] = { 0, 0, 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    double want[4] = { 2 * x[0], 2 * x[1] * x[2] * x[2], 2 * x[2] * x[1] * x[1], 2 * x[3] };
+    for (int i = 0; i < 4; i++) check("rev", dx[i], want[i]);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t), want[2]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_struct_pointing_into_a_global_buffer(tmp_path, opt):
+    run(tmp_path, GLOBAL_WORKSPACE, opt)

@@ -90,6 +90,7 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
     kinds ("dup", "const", ...) over those call sites."""
     passed = _globals_passed(functions)
     origins = _pointer_origins(functions, entry_kinds or {})
+    given = _roots_passed(functions)
     stored: dict = {}   # pointer global -> whether every pointer stored there has a shadow
     out: dict = {}
     for fn in functions:
@@ -114,7 +115,10 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                         # shadow global holds the block's shadow
                         out[g] = True
                     elif not isinstance(v, ConstantNull):
-                        roots = _roots(v)
+                        # (a parameter every call among the functions passes a global
+                        # for -- a setter `ws_init(&w, buf)` storing `e->x = v` -- stores
+                        # that global's address)
+                        roots = [x for r in _roots(v) for x in given.get(r, [r])]
                         # a writable global's own address (an embedded filter's
                         # `g_fir.delay = g_delay` work array) takes a shadow global too
                         scratch = [global_base(r) for r in roots]
@@ -135,6 +139,20 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
             for b in held:
                 out[b] = True
     return list(out)
+
+
+def _roots_passed(functions) -> dict:
+    """Parameter -> the roots of the pointers the direct calls among ``functions`` pass
+    for it, where those are all globals and no call from elsewhere reaches it."""
+    fns = set(functions)
+    out: dict = {}
+    for arg, r in _passed_roots(functions):
+        out.setdefault(arg, []).append(r)
+    return {a: rs for a, rs in out.items()
+            if all(global_base(r) is not None for r in rs)
+            and not any(isinstance(u.user, Call) and u.user.called_function is a.parent
+                        and u.user.parent is not None and u.user.parent.parent not in fns
+                        for u in a.parent.uses)}
 
 
 def _pointer_origins(functions, entry_kinds) -> dict:
