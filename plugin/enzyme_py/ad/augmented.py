@@ -460,6 +460,11 @@ class AugmentedForward:
                 kinds.append("out")
             else:
                 kinds.append("const")
+        if callee is not None and callee.function_type.varargs:
+            # what a variadic callee receives through ``...`` carries no derivative
+            # there (its va_list has no shadow, or its va_start is refused): passed as
+            # it is, after the callee's own arguments
+            kinds = kinds[:len(callee.args)]
         return kinds
 
     def _aug_atomic(self, inst):
@@ -594,6 +599,8 @@ class AugmentedForward:
                 if k == "dup":
                     call_args.append(gen._sh_aug(orig, inst))
             call_args.append(gen.tape_aug)
+            if g.aug.function_type.varargs:
+                call_args.extend(A.args[len(kinds):])   # what ``...`` received
             c = Call(g.aug.function_type, g.aug if pairs is None else g.aug_callee, call_args)
             c.insert_before(A)
             if g.ret_shadow:

@@ -108,7 +108,9 @@ class ForwardGen:
         fret = T.StructType([rt] * (1 + width)) if self.ret_pair else rt
         base = ctx.fname(primal)
         w = f"{width}" if width > 1 else ""
-        self.fn = ctx.module.add_function(f"fwddiffe{w}_{base}", T.FunctionType(fret, params),
+        self.fn = ctx.module.add_function(f"fwddiffe{w}_{base}",
+                                          T.FunctionType(fret, params,
+                                                         primal.function_type.varargs),
                                           linkage="internal",
                                           fn_attrs=ctx.rctx.attrs_for(primal))
         keep_byval(primal, self.fn, kinds, width)
@@ -741,6 +743,8 @@ class ForwardGen:
                 kinds.append("dup")
             else:
                 kinds.append("const")
+        if callee is not None and callee.function_type.varargs:
+            kinds = kinds[:len(callee.args)]   # (``...``: see augmented._callee_kinds)
         e.position_before(A)
         if callee is None:
             g, target = forward_target(self, inst, kinds)
@@ -754,6 +758,8 @@ class ForwardGen:
             call_args.append(self.P_(a))
             if k == "dup":
                 call_args.extend(self.S(a, inst) if a.type.is_pointer else self.T(a))
+        if g.fn.function_type.varargs:
+            call_args.extend(self.P_(a) for a in inst.args[len(kinds):])
         e.position_before(A)
         c = e.call(target, call_args, fnty=g.fn.function_type)
         if g.ret_pair:

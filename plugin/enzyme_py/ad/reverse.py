@@ -256,7 +256,11 @@ class ReverseGen:
         self.out_type = T.StructType([a.type for a in self.out_args])
         base = ctx.fname(primal)
         attrs = ctx.attrs_for(primal)
-        self.aug = m.add_function(f"augmented_{base}", T.FunctionType(aug_rt, aug_params),
+        # (a variadic function's augmented forward takes the call's variadic arguments
+        # after its own: its va_start reads them)
+        self.aug = m.add_function(f"augmented_{base}",
+                                  T.FunctionType(aug_rt, aug_params,
+                                                 primal.function_type.varargs),
                                   linkage="internal", fn_attrs=attrs)
         self.rev = m.add_function(f"diffe_{base}", T.FunctionType(self.out_type, rev_params),
                                   linkage="internal", fn_attrs=attrs)

@@ -42,8 +42,9 @@ reaches an output; a store into it is an output only then.  Such locals lose the
 shadow (``unshadowed_locals``: the generators store active values into them without
 complaint).  A local used only on paths that return no more (they end in a throw or
 ``abort()``: an exception's message built in a ``std::string``) needs no shadow
-either.  Function arguments stay as the caller declared them; other memory keeps
-its shadow.
+either, nor does a ``va_list`` through which only integers (and pointers that touch
+no floats) are read, or which only goes to ``vfprintf`` & co.  Function arguments stay
+as the caller declared them; other memory keeps its shadow.
 
 A block (a ``malloc``, a local array) merged by a phi or select only with pointers
 that have no shadow, and used only to load, store, memset, compare and free, is
@@ -350,7 +351,8 @@ class Activity:
                 st = self.slots.get(i)
                 if st is None:
                     return "shadow" if _alloca_may_hold_float(i) \
-                        and not self._used_on_doomed_paths(i) else None
+                        and not self._used_on_doomed_paths(i) \
+                        and not _va_list_without_derivatives(i) else None
                 return "shadow" if st.floats or st.holds_shadowed(self) \
                     else None
             if isinstance(i, Cast) and i.opcode == "inttoptr":
@@ -922,6 +924,65 @@ def _merged_with(derived):
             for x in [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]:
                 if x not in derived:
                     yield x
+
+
+def _va_list_without_derivatives(a) -> bool:
+    """Whether ``a`` is a ``va_list`` (``llvm.va_start`` on it) through which the
+    function reads only integers, and pointers through which it touches no floats (a
+    mechanism builder's species indices), or which it only hands to the C library's
+    formatted output (a debug logger's ``vfprintf``): the values received through
+    ``...`` then carry no derivative here, and the list needs no shadow.  (Where a
+    float is read through it, it keeps one, and ``va_start`` is refused.)"""
+    from .globals import _inspects_text, may_access_floats
+    started, areas = False, []
+    walk = BoundedWalk(a, 32)
+    for x in walk:
+        for u in x.uses:
+            user = u.user
+            if _marker(user):
+                continue
+            if isinstance(user, (GEP, Cast)) and user.type.is_pointer:
+                walk.add(user)
+            elif isinstance(user, Call):
+                name = user.callee_name or ""
+                if name.startswith(("llvm.va_start", "llvm.va_end", "llvm.va_copy")):
+                    started |= name.startswith("llvm.va_start")
+                elif not _inspects_text(user):
+                    return False
+            elif isinstance(user, Load) and u.index == 0:
+                if user.type.is_pointer:
+                    areas.append(user)
+                elif not user.type.is_int:
+                    return False
+            elif isinstance(user, Store) and u.index == 1:
+                if not (user.operand(0).type.is_int or user.operand(0).type.is_pointer):
+                    return False
+            else:
+                return False
+    if not started or walk.exceeded:
+        return False
+    if not areas:
+        return True
+    # what is read through the save area and the overflow area
+    walk = BoundedWalk(areas[0], 64)
+    walk.add(*areas[1:])
+    for x in walk:
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, (GEP, Cast, Phi, Select)) and user.type.is_pointer \
+                    and not (isinstance(user, Select) and u.index == 0):
+                walk.add(user)
+            elif isinstance(user, Load) and u.index == 0:
+                if user.type.is_pointer:
+                    if may_access_floats(user):
+                        return False
+                elif not user.type.is_int:
+                    return False
+            elif isinstance(user, Store) and u.index == 0:
+                pass    # the advanced area pointer kept in the va_list (checked above)
+            elif not isinstance(user, ICmp):
+                return False
+    return not walk.exceeded
 
 
 def _doomed_blocks(fn) -> frozenset:
