@@ -255,13 +255,24 @@ def retype_constant_stores(module, functions) -> int:
              for got in [_float_of_constant(st.operand(0))] if got is not None]
     if not found:
         return 0
-    types = MemoryTypes.of(module, [st.operand(1) for st, _ in found])
+    from ..analysis.globals import global_base
+    from ..analysis.types import memory_kinds, scalar_kinds
     stores = tuple(st for st, _ in found)
     dl = module.datalayout
     n = 0
     for st, (fty, c) in found:
         el = fty.element if fty.is_vector else fty
-        if types.kinds(st.operand(1), 0, dl.store_size(fty), stores) != {el.kind}:
+        p = st.operand(1)
+        # what the object holds (its typed accesses); where it holds other kinds too
+        # (a struct), the byte-offset analysis says what these bytes hold
+        kinds = memory_kinds([p], exclude=st)
+        g = global_base(p)
+        if g is not None and not g.is_declaration:     # (and a global's declared type)
+            kinds |= scalar_kinds(g.value_type, set())
+        if el.kind not in kinds:
+            continue
+        if kinds != {el.kind} and MemoryTypes.of(module, [p]).kinds(
+                p, 0, dl.store_size(fty), stores) != {el.kind}:
             continue
         st.set_operand(0, c)
         st.metadata = [m for m in st.metadata if m[0] != "tbaa"]
