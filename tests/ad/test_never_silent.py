@@ -1059,3 +1059,51 @@ def test_pointer_stored_into_a_const_context_and_read_back(tmp_path, opt):
     err = build_error(tmp_path, CONTEXT_POINTER, opt)
     assert "stored into memory without a shadow that a caller passed" in err, err
     run(tmp_path, CONTEXT_FIELD_NOT_READ, opt)
+
+
+# Round AU, physics-engine code at -O0: a Bullet-style `union { __m128 v; float f[4]; }`
+# passed by value twice (`g(x[0], x[0])`) travels as two doubles each holding two
+# floats, stored into the callee's union and read back as floats -- the adjoints of the
+# two uses were added as doubles: 1.7e38 for 2.  A `{float depth; int feature;}` contact
+# passed by value is one i64 packed from the caller's float, read as an i32 from memory
+# nothing else types -- its derivative was dropped: 0 for 6.  Both are compile errors at
+# -O0 now (Enzyme 15 refuses the second); at -O2 LLVM keeps the floats apart, and both
+# are right.
+PACKED_M128 = r"""
+#include <xmmintrin.h>
+typedef union { __m128 v; float f[4]; } V;
+static float g(V a, V b) { return a.f[0] * b.f[0]; }
+float f(const V *x) { return g(x[0], x[0]); }
+int main(void) {
+    V x = {.f = {1, 2, 3, 5}}, dx = {.f = {0, 0, 0, 0}};
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    check("d/dx0", dx.f[0], 2);
+    check("d/dx1", dx.f[1], 0);
+    return fails;
+}
+"""
+PACKED_CONTACT = r"""
+typedef struct { float depth; int feature; } Contact;
+static float sq(Contact c) { return c.depth * c.depth * c.feature; }
+float f(const float *p) { Contact c = {p[0], 3}; return sq(c); }
+int main(void) {
+    float p[1] = {3}, dp[1] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, p, dp);
+    check("d/dp", dp[0], 18);
+    check("primal", f(p), 27);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_floats_packed_by_the_abi(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, PACKED_M128, opt)
+        assert "reads the same bytes back as floating-point values of another type" in err, err
+        err = build_error(tmp_path, PACKED_CONTACT, opt)
+        assert "the call passes floating-point values that carry derivatives as an " \
+               "integer" in err, err
+    else:
+        run(tmp_path, PACKED_M128, opt)
+        run(tmp_path, PACKED_CONTACT, opt)

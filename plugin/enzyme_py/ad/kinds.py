@@ -137,6 +137,14 @@ def check(inst, act, where):
         _check_address_crossing(inst, act, where)
     if status == RULE and not isinstance(inst, (I.Cast, I.AtomicRMW, I.Store)):
         return
+    if isinstance(inst, I.Store) and _float_punned_store(inst, act):
+        raise NoDerivativeError(
+            "a floating-point value is stored where the code reads the same bytes back as "
+            "floating-point values of another type (a double read as two floats: a union "
+            "of floats or a vector passed by value as the ABI does): their derivatives "
+            "cannot follow", location=where() if callable(where) else where,
+            hint="pass the union or vector by pointer, or read it with the type it was "
+                 "stored as; at -O1 and above LLVM keeps the floats apart")
     if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act) \
             or isinstance(inst, I.Store) and _float_bits_stored(inst, act):
         raise NoDerivativeError(
@@ -263,6 +271,37 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
     return _float_bits(x, act, moved_only=True, limit=limit)
 
 
+def _float_punned_store(inst, act) -> bool:
+    """Whether the store ``inst`` of an active float (or vector of floats) into a local
+    is read back, over the same bytes, as floats of another type (clang's -O0 code for
+    ``union { __m128 v; float f[4]; }`` passed by value: two ``double`` arguments,
+    stored into the union and read as ``float``): the adjoints of the two typings would
+    be added as numbers of the wrong type."""
+    from ..analysis.activity import base_offset, floatish
+    v = inst.operand(0)
+    if not floatish(v.type) or v not in act.active:
+        return False
+    dl = inst.parent.parent.parent.datalayout
+    root, off = base_offset(inst.operand(1), dl)
+    if not isinstance(root, I.Alloca) or off is None:
+        return False
+    el = v.type.element if v.type.is_vector else v.type
+    n = dl.store_size(v.type)
+    walk = [root]
+    while walk:
+        x = walk.pop()
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, (I.GEP, I.Cast)) and user.type.is_pointer:
+                walk.append(user)
+            elif isinstance(user, I.Load) and floatish(user.type):
+                _, o = base_offset(user.operand(0), dl)
+                t = user.type.element if user.type.is_vector else user.type
+                if t != el and (o is None or o < off + n and off < o + dl.store_size(user.type)):
+                    return True
+    return False
+
+
 def _float_bits_stored(inst, act, limit=32) -> bool:
     """Whether the store ``inst`` writes, into memory that holds floats, integers made
     by rearranging the bits of floats that carry derivatives -- the float read back
@@ -286,13 +325,14 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     return _holds_a_float(module, inst.operand(1), size, inst)
 
 
-def _float_bits(value, act, moved_only=False, limit=32) -> bool:
+def _float_bits(value, act, moved_only=False, limit=32, unknown=False) -> bool:
     """Whether the integer ``value`` holds bits of floating-point values that carry
     derivatives (a bitcast of an active float, an integer load of memory with a shadow
     that may hold floats), followed through phis and selects; with ``moved_only``, only
     bits that integer arithmetic, truncation or lane extraction has rearranged (and
     memory with no other access counts as holding floats), else also bits copied
-    unchanged (and the memory must be seen to hold floats)."""
+    unchanged (and the memory must be seen to hold floats; ``unknown``: or not seen to
+    hold anything)."""
     from ..analysis.activity import floatish
     from ..analysis.types import memory_kinds
     work, seen, moved = [(value, not moved_only)], set(), False
@@ -329,7 +369,8 @@ def _float_bits(value, act, moved_only=False, limit=32) -> bool:
             # memory with a shadow read as an integer: its floats, unless its other
             # accesses show only integers (nothing else seen: it may hold floats)
             kinds = memory_kinds([v.operand(0)], exclude=v)
-            if not kinds and moved_only or kinds & {"double", "float", "float-other"}:
+            if not kinds and (moved_only or unknown) \
+                    or kinds & {"double", "float", "float-other"}:
                 moved = True
     return moved
 
@@ -345,8 +386,11 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     callee = inst.called_function
     if callee is None or callee.is_declaration or callee.name.startswith("llvm."):
         return      # libc/intrinsics: their own rules say what they do
+    # (the callee turning the bits into a float says what they are: memory with a
+    # shadow that shows no typed access here -- the caller's float array, read as an
+    # i32 at -O0 to pack a `{float, int}` argument -- counts as holding floats)
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
-                if _int_bits(a, act) and _becomes_float(param, loose=True)]
+                if _int_bits(a, act, unknown=True) and _becomes_float(param, loose=True)]
     if any(a in act.active or a in act.shadowed for a in inst.args) \
             and _becomes_float(inst, loose=_returns_float_bits(callee)):
         crossing.append(("the call returns", inst.type))
@@ -371,9 +415,10 @@ def _returns_float_bits(callee) -> bool:
                for x in _int_sources(b.terminator.value, casts=True))
 
 
-def _int_bits(v, act) -> bool:
+def _int_bits(v, act, unknown=False) -> bool:
     ty = v.type
-    return ty.is_int and ty.width >= 16 and not v.is_constant and _float_bits(v, act)
+    return ty.is_int and ty.width >= 16 and not v.is_constant \
+        and _float_bits(v, act, unknown=unknown)
 
 
 def _becomes_float(value, limit=16, loose=False) -> bool:
