@@ -224,47 +224,81 @@ def pointer_read_back(g, functions, memo: dict) -> bool:
 
 def argument_read_back(p, functions, memo: dict) -> bool:
     """Whether ``functions`` load a pointer -- through which they may access floats --
-    from the memory ``p`` points into when that is an argument's (the caller's memory,
-    an ``enzyme_const`` context struct): from the same argument, or from the parameter
-    of a callee it is passed to (or of a caller passing it), at ``p``'s offset (or an
-    offset not known).  A pointer with a shadow stored there and read back would lose
+    back from the place ``p`` points to when that is in a caller's memory: an
+    ``enzyme_const`` context struct (``c->theta``), or memory a pointer in it points to
+    (``p->w->x``: a workspace the context holds), reached from the same argument -- or
+    through the parameters of the callees it is passed to -- by the same offsets (or
+    offsets not known).  A pointer with a shadow stored there and read back would lose
     its shadow on the way."""
-    from .activity import base_offset
-    root, off = base_offset(p, p.parent.parent.parent.datalayout) \
-        if getattr(p, "is_instruction", False) else (p, 0)
-    if not getattr(root, "is_argument", False):
+    aliases = memo.get("argument_paths")
+    if aliases is None:
+        aliases = memo["argument_paths"] = _parameter_paths(functions)
+    mine = _paths(p, aliases)
+    if not mine:
         return False
-    classes = memo.get("argument_classes")
-    if classes is None:
-        classes = memo["argument_classes"] = _argument_classes(functions)
-    mine = classes.get(root, {root})
     for fn in functions:
         for i in fn.instructions():
-            if not (isinstance(i, Load) and i.type.is_pointer):
-                continue
-            r, o = base_offset(i.operand(0), fn.parent.datalayout)
-            if r in mine and (o is None or off is None or o == off) \
+            if isinstance(i, Load) and i.type.is_pointer \
+                    and any(_same_place(a, b) for a in mine
+                            for b in _paths(i.operand(0), aliases)) \
                     and may_access_floats(i):
                 return True
     return False
 
 
-def _argument_classes(functions) -> dict:
-    """Parameter -> the set of parameters that may point to the same memory because a
-    direct call among ``functions`` passes one for the other (unchanged or offset)."""
-    parent = {}
+def _paths(p, aliases, depth=4) -> list:
+    """The places in callers' memory the pointer ``p`` may point to, as ``(argument,
+    offsets)``: ``p`` is the argument's pointer plus ``offsets[0]`` -- or, with more
+    offsets, the pointer loaded from there plus the next one, and so on (None: an
+    offset not known).  A parameter stands for the paths of what its callers pass
+    (``aliases``)."""
+    from .activity import base_offset
+    if not getattr(p, "is_instruction", False) and not getattr(p, "is_argument", False):
+        return []
+    fn = p.parent.parent if p.is_instruction else p.parent
+    root, off = base_offset(p, fn.parent.datalayout)
+    if getattr(root, "is_argument", False):
+        out = [(root, (off,))]
+        for a, offs in aliases.get(root, ()):
+            last = None if off is None or offs[-1] is None else offs[-1] + off
+            out.append((a, offs[:-1] + (last,)))
+        return out
+    if isinstance(root, Load) and root.type.is_pointer and depth:
+        return [(a, offs + (off,)) for a, offs in _paths(root.operand(0), aliases, depth - 1)]
+    return []
 
-    def find(a):
-        while parent.setdefault(a, a) is not a:
-            a = parent[a]
-        return a
-    for param, r in _passed_roots(functions):
-        if getattr(r, "is_argument", False):
-            parent[find(param)] = find(r)
+
+def _same_place(x, y) -> bool:
+    (a, p), (b, q) = x, y
+    return a is b and len(p) == len(q) and all(
+        u is None or v is None or u == v for u, v in zip(p, q))
+
+
+def _parameter_paths(functions) -> dict:
+    """Parameter -> the paths (``_paths``) of the pointers the direct calls among
+    ``functions`` pass for it, through the callers' own parameters."""
+    fns = set(functions)
+    # (a call through a pointer: every function of its type among them -- a callback
+    # handed the context, as a GSL-style driver calls its `rhs`)
+    calls = [(callee, inst) for fn in functions for inst in fn.instructions()
+             if isinstance(inst, Call)
+             for callee in ([inst.called_function] if inst.called_function is not None
+                            else [f for f in functions if is_indirect(inst)
+                                  and f.function_type == inst.function_type])
+             if callee in fns]
     out: dict = {}
-    for a in list(parent):
-        out.setdefault(find(a), set()).add(a)
-    return {a: out[find(a)] for a in parent}
+    for _ in range(4):      # (callers' parameters' paths, a few levels up)
+        new: dict = {}
+        for callee, inst in calls:
+            for param, a in zip(callee.args, inst.args):
+                if a.type.is_pointer:
+                    got = _paths(a, out)
+                    if got:
+                        new.setdefault(param, []).extend(got)
+        if new == out:
+            break
+        out = new
+    return out
 
 
 def may_access_floats(p, depth=3) -> bool:
