@@ -2070,3 +2070,34 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_global_struct_pointing_into_a_global_buffer(tmp_path, opt):
     run(tmp_path, GLOBAL_WORKSPACE, opt)
+
+
+# Round AT: a local struct initialised from constants that include a pointer to a
+# `static const` table (`cond_t c = {300.0, NU}`, clang's memcpy from a constant global)
+# with a field then set from an active value: reverse mode refused the copy ("a struct
+# with pointer fields from memory without a shadow"), and forward mode zeroed the
+# local's whole shadow, so the helper following `c->nu` dereferenced a null shadow: a
+# segfault (old bugs; Enzyme 15 segfaults too).  The pointers of such a constant get
+# their shadows in the local's shadow: a read-only table's zero twin.
+CONSTANT_TEMPLATE = r"""
+typedef struct { double T; const double *nu; int n; } cond_t;
+static const double NU[2] = { -1.0, 2.0 };
+__attribute__((noinline)) static double g(const cond_t *c) {
+    return c->T * c->T * c->nu[1] + c->nu[0] * c->n;
+}
+double f(double T) {
+    cond_t c = { 300.0, NU, 4 };
+    c.T = T;
+    return g(&c);
+}
+int main(void) {
+    check("rev", __enzyme_autodiff_d((void *)f, 3.0), 12);
+    check("fwd", __enzyme_fwddiff_d((void *)f, 3.0, 1.0), 12);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_local_from_a_constant_with_a_table_pointer(tmp_path, opt, valgrind):
+    run(tmp_path, CONSTANT_TEMPLATE, opt, valgrind)

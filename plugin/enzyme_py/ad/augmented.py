@@ -764,14 +764,23 @@ class AugmentedForward:
         shadow get the source's shadow bytes -- or, from constant data without a
         shadow (an initialiser), the constant's own bytes, where each pointer in it is
         its own shadow (null, a function, read-only data)."""
+        from ..analysis.activity import _constant_copy
         gen = self.gen
         args, e = inst.args, self.e
         src = args[1]
         consts = _constant_pointers(src)
+        twins = []      # (offset, shadow) of pointers into read-only float tables
+        leaves = _constant_copy(inst, self.ctx.module.datalayout) if consts else None
         if src in self.act.shadowed:
             from_ = gen._sh_aug(src, inst)
         elif consts is not None and all(gen._sh_aug(c, inst) is c for c in consts):
             from_ = A.args[1]   # (_sh_aug raises for a pointer to writable data)
+        elif leaves is not None:
+            # a whole constant (``cond_t c = {300.0, NU}``) holding pointers into
+            # read-only float tables: their shadows are the tables' zero twins
+            from_ = A.args[1]
+            twins = [(o, sh) for o, c in leaves if c.type.is_pointer
+                     for sh in [gen._sh_aug(c, inst)] if sh is not c]
         elif "ptr" not in self._kinds_moved(inst):
             # only integers beside the floats in the bytes moved (a plain config struct
             # copied into an object that also holds a vector): no pointer's shadow to
@@ -790,6 +799,8 @@ class AugmentedForward:
                 e.call(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
                                 ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])
             at = off + size
+        for off, sh in twins:
+            e.store(sh, e.gep_bytes(to, off) if off else to, 8)
 
 
 def _constant_pointers(p):

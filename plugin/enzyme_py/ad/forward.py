@@ -501,6 +501,16 @@ class ForwardGen:
             sink = self._sink = scratch_sink(self.ctx.module, self.fn)
         return e.select(own, sink, s), own
 
+    def _constant_pointer_shadows(self, inst, dst, k):
+        """After a copy of a whole constant (a struct initialiser, ``cond_t c = {300.0,
+        NU}``) into memory with a shadow, whose shadow bytes were zeroed: the pointers in
+        it get their shadows there (a read-only table's zero twin, a function itself),
+        so that code following them finds a tangent of zero -- not a null shadow."""
+        for off, c in _constant_leaves(inst, self.ctx.module.datalayout):
+            if c.type.is_pointer and not isinstance(c, (ConstantNull, Undef, Poison)):
+                sh = self.S(c, inst)[k]
+                self.e.store(sh, self.e.gep_bytes(dst, off) if off else dst, 8)
+
     def _memset0(self, p, n):
         e = self.e
         if n.type != T.i64:
@@ -604,6 +614,8 @@ class ForwardGen:
                         # (not where the shadow is the primal memory: libc.unless_own_shadow)
                         self._memset0(dsts[k], unless_own_shadow(e, dsts[k], self.P_(args[0]),
                                                                  self.P_(args[2])))
+                        if mem == "memcpy":
+                            self._constant_pointer_shadows(inst, dsts[k], k)
             elif mem != "memset":
                 check_copy_into_unshadowed(
                     inst, act, self.ctx.err_loc(inst), reg.inactive_globals,
@@ -777,6 +789,11 @@ class ForwardGen:
             new = c
         A.erase()
         self.vmap[inst] = new
+
+
+def _constant_leaves(inst, dl):
+    from ..analysis.activity import _constant_copy
+    return _constant_copy(inst, dl) or []
 
 
 def _own_tangentless(c) -> bool:
