@@ -96,8 +96,18 @@ double g(const double *x, const char *text) {
     if (sscanf("bad", "%lf", &r) != 1) r += 1;
     return p.scale * x[0] * x[0] + r * x[1] + (strcmp(p.name, "ab") == 0 ? p.off : 0) * got;
 }
+/* a choice of two formats that store the same (round AT) */
+double h(double *x, int sci) {
+    double y[2] = {x[0], x[0] * x[1]};
+    int n = sscanf("2.5", sci ? "%le" : "%lf", &y[0]);
+    return y[0] * y[1] + n;
+}
 int main(void) {
     double x[2] = {1.5, -0.4}, dx[2] = {0, 0};
+    __enzyme_autodiff((void *)h, enzyme_dup, x, dx, enzyme_const, 1);
+    check("rev h x0", dx[0], 2.5 * x[1]);
+    check("rev h x1", dx[1], 2.5 * x[0]);
+    dx[0] = dx[1] = 0;
     __enzyme_autodiff((void *)g, enzyme_dup, x, dx, enzyme_const, "3.5 ab");
     /* 3.5 x0^2 + (x1 + 1) x1 + 2 x1 */
     check("rev x0", dx[0], 7 * x[0]);

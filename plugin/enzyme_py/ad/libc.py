@@ -80,12 +80,22 @@ def scanf_writes(inst):
     conversions that assign before it (the call's result says how many did); None where
     the format is not known at compile time or has a conversion not listed here (wide
     characters)."""
+    from ..ir.instructions import Select
     k = _SCANF_FORMAT.get(inst.callee_name or "")
     args = inst.args
-    text = _format_text(args[k]) if k is not None and k < len(args) else None
-    if text is None:
+    if k is None or k >= len(args):
         return None
-    out, arg, assigned, pos = [], k + 1, 0, 0
+    fmt = args[k]
+    # (a choice of constant formats that store the same: `sci ? "%le" : "%lf"`)
+    texts = [_format_text(f) for f in (fmt.operands[1:] if isinstance(fmt, Select)
+                                       else [fmt])]
+    got = [None if t is None else _conversions(t, k + 1) for t in texts]
+    return got[0] if got[0] is not None and all(g == got[0] for g in got) else None
+
+
+def _conversions(text, arg):
+    """``scanf_writes``'s answer for the format ``text``, the first pointer at ``arg``."""
+    out, assigned, pos = [], 0, 0
     while True:
         pct = text.find("%", pos)
         if pct < 0:
