@@ -2101,3 +2101,46 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_local_from_a_constant_with_a_table_pointer(tmp_path, opt, valgrind):
     run(tmp_path, CONSTANT_TEMPLATE, opt, valgrind)
+
+
+# Round AT: `qrule_t q = (e & 1) ? GAUSS3 : GAUSS2;` -- a quadrature rule copied from one
+# of two constant templates holding pointers to static const tables, its Jacobian then
+# set from an active value: LLVM copies only the template's first 24 bytes (the field
+# set next is left out), which did not count as a copy of the constant.  Copies of a
+# constant's first bytes hold the leaves copied.
+QUADRATURE_TEMPLATES = r"""
+typedef struct { const double *pts; const double *wts; int n; double jac; } qrule_t;
+static const double G2P[2] = { -0.57735026918962576, 0.57735026918962576 }, G2W[2] = { 1, 1 };
+static const double G3P[3] = { -0.7745966692414834, 0, 0.7745966692414834 },
+                    G3W[3] = { 5.0 / 9, 8.0 / 9, 5.0 / 9 };
+static const qrule_t GAUSS2 = { G2P, G2W, 2, 1.0 };
+static const qrule_t GAUSS3 = { G3P, G3W, 3, 1.0 };
+__attribute__((noinline)) static double integrate(const qrule_t *q, double a) {
+    double s = 0;
+    for (int i = 0; i < q->n; i++) { double x = a * q->pts[i]; s += q->wts[i] * x * x * q->jac; }
+    return s;
+}
+double f(const double *a, int ne) {
+    double s = 0;
+    for (int e = 0; e < ne; e++) {
+        qrule_t q = (e & 1) ? GAUSS3 : GAUSS2;
+        q.jac = a[e];
+        s += integrate(&q, a[e]);
+    }
+    return s;      /* both rules integrate x^2 exactly: sum (2/3) a_e^3 */
+}
+int main(void) {
+    double a[2] = { 1.5, 0.5 }, da[2] = { 0 }, t[2] = { 0, 1 };
+    __enzyme_autodiff((void *)f, enzyme_dup, a, da, enzyme_const, 2);
+    check("rev 0", da[0], 2 * a[0] * a[0]);
+    check("rev 1", da[1], 2 * a[1] * a[1]);
+    check("fwd 1", __enzyme_fwddiff_d((void *)f, enzyme_dup, a, t, enzyme_const, 2),
+          2 * a[1] * a[1]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_local_from_one_of_two_constant_templates(tmp_path, opt, valgrind):
+    run(tmp_path, QUADRATURE_TEMPLATES, opt, valgrind)

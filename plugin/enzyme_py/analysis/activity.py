@@ -1267,16 +1267,17 @@ def _zeroes(call) -> bool:
 
 
 def _constant_copy(call, dl):
-    """For ``memcpy(local, @const, n)`` copying a whole constant global (clang's
-    initialiser of a local struct, ``sort_ctx ctx = {perm, -1}``): its leaves,
-    ``[(offset, constant)]``; else None."""
+    """For ``memcpy(local, @const, n)`` copying a constant global, or its first ``n``
+    bytes (clang's initialiser of a local struct, ``sort_ctx ctx = {perm, -1}``; the
+    fields the code sets next left out by LLVM): the leaves copied, ``[(offset,
+    constant)]``; else None."""
     from ..ir.values import ConstantAggregate
     if not (call.callee_name or "").startswith("llvm.memcpy.") or len(call.args) < 3:
         return None
     g = call.args[1]
     init = getattr(g, "initializer", None) if getattr(g, "is_constant", False) else None
     n = getattr(call.args[2], "value", None)
-    if init is None or n != dl.size_in_bytes(g.value_type):
+    if init is None or n is None or not 0 < n <= dl.size_in_bytes(g.value_type):
         return None
     out = []
 
@@ -1293,7 +1294,11 @@ def _constant_copy(call, dl):
             if not walk(x, x.type, o + at):
                 return False
         return True
-    return out if walk(init, g.value_type, 0) else None
+    if not walk(init, g.value_type, 0):
+        return None
+    if any(o < n < o + dl.store_size(c.type) for o, c in out):
+        return None     # (a leaf cut in two)
+    return [(o, c) for o, c in out if o < n]
 
 
 def _copied_param(call, off, dl):
