@@ -259,3 +259,42 @@ def test_integer_zero_stored_over_doubles(tmp_path, opt):
     want = [0.0 if i == 1 else 2 * v * math.cos(v * v) for i, v in enumerate(x)]
     assert vals["rev"] == pytest.approx(want, rel=1e-13, abs=1e-15)
     assert vals["fwd"] == [0.0]
+
+
+# Round AW: `*v = DIR0` of a `static const struct { float x, y; }` in a helper is one
+# `store i64` of the two floats' bits (at -O2, and at -O0 after the pre-AD
+# optimisation): the tangents and adjoints of the two floats it overwrote stayed --
+# 15 (or 14) for 6, silently, in both modes.  It stores the two floats now.
+FLOAT_PAIR_RESET = r"""
+#include <stdio.h>
+int enzyme_dup, enzyme_dupnoneed;
+void __enzyme_autodiff(void *, ...);
+void __enzyme_fwddiff(void *, ...);
+typedef struct { float x, y; } vec2;
+static const vec2 DIR0 = { 1, 0.5f };
+__attribute__((noinline)) void reset(vec2 *v) { *v = DIR0; }
+void f(const float *x, vec2 *v, float *out) {
+    v->x = x[0] * x[0];
+    v->y = x[0];
+    float s = v->x + v->y;
+    reset(v);
+    *out = s + v->x * x[0] + v->y;      /* x^2 + x + x + 0.5: 2x + 2 */
+}
+int main(void) {
+    float x[1] = { 2 }, dx[1] = { 0 }, t[1] = { 1 }, out = 0, dout = 1;
+    vec2 v, dv = { 0, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, &v, &dv, enzyme_dup, &out, &dout);
+    float o2 = 0, to = 0;
+    vec2 tv = { 0, 0 };
+    __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_dup, &v, &tv, enzyme_dup, &o2, &to);
+    printf("vals %.9g %.9g\n", dx[0], to);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_two_floats_reset_from_a_constant(tmp_path, opt):
+    out = build_and_run(tmp_path, FLOAT_PAIR_RESET, opt)
+    assert out.returncode == 0, out.stderr
+    assert parse_values(out.stdout)["vals"] == [6.0, 6.0], out.stdout

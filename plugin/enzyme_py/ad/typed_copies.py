@@ -208,7 +208,8 @@ def split_integer_copies(module, functions) -> int:
 # on, forward mode its stale tangent (round AR, a TinyEKF's upper triangle zeroed:
 # dx = 1 for 0 at -O2, silently).  Where the byte-offset analysis says the memory holds
 # floats of the integer's width (and nothing else), such a store stores the float
-# constant of the same bits.
+# constant of the same bits -- an i64 over two floats (`*v = DIR0` of a `{float x, y}`
+# constant, round AW) the two floats.
 
 def _float_constant(c, fty):
     """The ``fty`` constant with the bits of the integer constant ``c``, or None."""
@@ -222,6 +223,17 @@ def _float_constant(c, fty):
     if x != x:
         return None     # (a NaN payload: not spelled here)
     return ConstantFP(fty, x)
+
+
+def _float_pair(c):
+    """``<2 x float>`` and the constant of its bits for the ``i64`` constant ``c``."""
+    if not isinstance(c, ConstantInt):
+        return None, None
+    vty = T.VectorType(T.float, 2)
+    bits = c.value & ((1 << 64) - 1)
+    lanes = [_float_constant(ConstantInt(T.i32, (bits >> s) & 0xFFFFFFFF), T.float)
+             for s in (0, 32)]
+    return (vty, None) if None in lanes else (vty, ConstantAggregate(vty, lanes))
 
 
 def _float_of_constant(c):
@@ -269,7 +281,11 @@ def retype_constant_stores(module, functions) -> int:
         g = global_base(p)
         if g is not None and not g.is_declaration:     # (and a global's declared type)
             kinds |= scalar_kinds(g.value_type, set())
-        if el.kind not in kinds:
+        if el.kind not in kinds and fty == T.double and "float" in kinds:
+            # two floats stored as one i64 (`*v = DIR0` of a `{float x, y}` constant)
+            fty, c = _float_pair(st.operand(0))
+            el = T.float
+        if el.kind not in kinds or c is None:
             continue
         if kinds != {el.kind} and MemoryTypes.of(module, [p]).kinds(
                 p, 0, dl.store_size(fty), stores) != {el.kind}:
