@@ -1143,3 +1143,26 @@ def test_floats_packed_by_the_abi(tmp_path, opt):
     else:
         run(tmp_path, PACKED_M128, opt)
         run(tmp_path, PACKED_CONTACT, opt)
+
+
+# Round AW: the same small structs returned by one helper and handed unopened to another
+# (`use(make(x))`): the i64 (or the i64 of a `{i64, float}` pair) never turned into a
+# float where it crossed, so neither side's check saw it -- 0, or half the derivative,
+# silently at both levels.  An integer another call built from a float's bits counts.
+CHAINED_SMALL_STRUCTS = r"""
+typedef struct { int id; float w; } P;
+typedef struct { float a; int k; float b; } Q;
+__attribute__((noinline)) P make(double v) { P p = { 3, (float)v }; return p; }
+__attribute__((noinline)) double use(P p) { return (double)p.w * p.w * p.id; }
+__attribute__((noinline)) Q make3(double v) { Q q = { (float)v, 2, (float)v }; return q; }
+__attribute__((noinline)) double use3(Q q) { return (double)q.a * q.b * q.k; }
+double f(double x) { return use(make(x)) + use3(make3(x)); }
+int main(void) { return (int)__enzyme_autodiff_d((void *)f, 0.75); }
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_small_structs_handed_on_unopened(tmp_path, opt):
+    err = build_error(tmp_path, CHAINED_SMALL_STRUCTS, opt)
+    assert "the call passes floating-point values that carry derivatives as an integer" \
+        in err, err

@@ -389,8 +389,11 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     # (the callee turning the bits into a float says what they are: memory with a
     # shadow that shows no typed access here -- the caller's float array, read as an
     # i32 at -O0 to pack a `{float, int}` argument -- counts as holding floats)
+    # (and an integer another call returned built from a float's bits, handed on
+    # unopened: `use(make(x))` of a small struct both sides pass as an i64)
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
-                if _int_bits(a, act, unknown=True) and _becomes_float(param, loose=True)]
+                if (_int_bits(a, act, unknown=True) or _float_bits_returned(a, act))
+                and _becomes_float(param, loose=True)]
     if any(a in act.active or a in act.shadowed for a in inst.args) \
             and _becomes_float(inst, loose=_returns_float_bits(callee)):
         crossing.append(("the call returns", inst.type))
@@ -402,6 +405,21 @@ def _check_float_bits_crossing(inst, act, where) -> None:
             "their derivatives cannot follow",
             location=where() if callable(where) else where,
             hint="pass the floating-point value itself, or a pointer to the union or struct")
+
+
+def _float_bits_returned(v, act) -> bool:
+    """Whether the integer ``v`` is the result (or a field of the result) of a call,
+    with arguments that carry derivatives, of a defined function that builds it from a
+    float's bits."""
+    if not v.type.is_int:
+        return False
+    if isinstance(v, I.ExtractValue):    # ({i64, float}: the struct's first eightbyte)
+        v = v.operand(0)
+    if not isinstance(v, I.Call):
+        return False
+    f = v.called_function
+    return f is not None and not f.is_declaration and _returns_float_bits(f) \
+        and any(a in act.active or a in act.shadowed for a in v.args)
 
 
 def _returns_float_bits(callee) -> bool:
