@@ -748,3 +748,46 @@ def test_binary_search_of_an_active_key_in_constant_data(tmp_path, opt):
     seen = _derivatives(tmp_path, _program(["vector", "algorithm"], LOOKUP, "f", [1.5, 2.5]),
                         opt)
     assert seen == {"f"}
+
+
+# Round AX: a node holding a `std::string` key next to an active double, built by a
+# helper out of line (`new Node{k, 0.0}`): at -O1 and above the string's copy
+# constructor, inlined there, stores the capacity through a local `_M_create` also
+# writes (which took a shadow: any call was taken to move floats) and copies the
+# characters into the node's inline buffer -- "an integer-typed copy of memory that may
+# hold floating-point values" and a memcpy "mixing floats and pointers" (Enzyme 15
+# builds it).  Calls the effects table says touch no floats leave a local alone, and the
+# bytes a string's character pointer reads are characters.
+STRING_NODE = r"""
+#include <cstdio>
+#include <string>
+extern "C" { int enzyme_dup; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+struct Node { std::string key; double val; };
+__attribute__((noinline)) Node *make(const std::string &k) { return new Node{k, 0.0}; }
+double f(const double *th) {
+    Node *n = make("beta");
+    n->val = th[0];
+    double r = n->val * n->val * (double)n->key.size();
+    delete n;
+    return r;
+}
+int main() {
+    double th[2] = { 0.9, -1 }, d[2] = { 0, 0 }, t[2] = { 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, th, d);
+    std::printf("%.17g %.17g\n", d[0], __enzyme_fwddiff((void *)f, enzyme_dup, th, t));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_string_member_beside_an_active_double(tmp_path, opt):
+    src = tmp_path / "s.cpp"
+    src.write_text(STRING_NODE)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "s")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = [float(v) for v in out.stdout.split()]
+    assert got == pytest.approx([2 * 0.9 * 4, 2 * 0.9 * 4], rel=1e-14)

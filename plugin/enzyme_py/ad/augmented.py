@@ -71,12 +71,15 @@ def _bit_moves(functions) -> tuple:
 
 
 def _text_byte(load) -> bool:
-    """Whether the byte ``load`` reads is also compared with 0: text copied up to its
-    terminating NUL (``while ((*d++ = *s++))``), never the bytes of a float."""
+    """Whether the byte ``load`` reads is also compared with 0 -- text copied up to its
+    terminating NUL (``while ((*d++ = *s++))``) -- or is a ``std::string``'s character
+    (a one-character string copied by its constructor): never the bytes of a float."""
+    from ..analysis.types import string_characters
     from ..ir.instructions import ICmp
-    return load.type.width == 8 and any(
+    return load.type.width == 8 and (any(
         isinstance(u.user, ICmp) and any(isinstance(o, ConstantInt) and o.value == 0
                                          for o in u.user.operands) for u in load.uses)
+        or string_characters(load.operand(0)))
 
 
 def _select_leaves(v, depth=4):
@@ -634,12 +637,15 @@ class AugmentedForward:
         raise external_call_error(name, self.ctx.err_loc(inst), forward=False)
 
     def _mem_kind(self, inst):
-        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int';
+        """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'
+        (a ``std::string``'s characters: 'int');
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
         sweeps).  From the objects' kinds; where those give no answer, from the kinds
         of exactly the bytes moved (``types.byte_kinds``)."""
-        from ..analysis.types import byte_kinds, memory_kinds
+        from ..analysis.types import byte_kinds, memory_kinds, string_characters
         n = inst.args[2]
+        if len(inst.args) > 3 and string_characters(inst.args[1]):
+            return "int"    # a std::string's characters copied (its copy constructor)
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)

@@ -1029,9 +1029,17 @@ def _alloca_may_hold_float(a) -> bool:
             elif isinstance(u, Store) and (floatish(u.operand(0).type)
                                            or u.operand(0).type.is_pointer):
                 return True
-            elif isinstance(u, Call):
+            elif isinstance(u, Call) and not _marker(u) and not _touches_no_floats(u):
                 return True
     return False
+
+
+def _touches_no_floats(call) -> bool:
+    """A call the effects table says reads or writes no floats of the program: the C
+    library's text functions, std::string's members (``_M_create`` storing a string's
+    capacity into the caller's ``size_t``)."""
+    eff = call_effect(call.callee_name or "")
+    return eff is not None and eff.kind == "inactive"
 
 
 # how many calls (and pointers loaded through a parameter) deep ``_param_summary`` looks:

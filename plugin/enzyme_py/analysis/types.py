@@ -37,9 +37,9 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
-__all__ = ["memory_kinds", "byte_kinds", "pointee_kinds", "layout_kinds", "float_fields",
-           "tbaa_struct_fields", "scalar_kinds", "tbaa_kind", "HINTS", "carries_no_derivative",
-           "function_of"]
+__all__ = ["string_characters", "memory_kinds", "byte_kinds", "pointee_kinds",
+           "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds", "tbaa_kind",
+           "HINTS", "carries_no_derivative", "function_of"]
 
 HINTS = TYPE_HINTS     # __enzyme_double(p, bytes) and friends: the kind they name
 _MEM = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
@@ -110,6 +110,27 @@ def tbaa_kind_of_tag(module, ref):
     if tag is None or len(tag.operands) < 2 or not isinstance(tag.operands[1], md.MDRef):
         return None
     return _kind_of_tbaa_type(_tbaa_name(module, tag.operands[1]))
+
+
+# the struct-path names of std::string (basic_string<char>, libstdc++ and libc++) in
+# TBAA access tags: a pointer loaded through one of them is the string's characters
+_STRING_TBAA = ("_ZTSNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+                "_ZTSNSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE")
+
+
+def string_characters(p) -> bool:
+    """Whether the pointer ``p`` points into a ``std::string``'s characters: it is (an
+    offset from) a pointer loaded from a string object (its TBAA access tag's base type
+    is ``basic_string<char>`` or its ``_Alloc_hider``)."""
+    for r in _roots(p):
+        if not (isinstance(r, Load) and r.type.is_pointer):
+            return False
+        tag = _md(r.module, r.get_metadata("tbaa"))
+        first = tag.operands[0] if tag is not None and tag.operands else None
+        name = _tbaa_name(r.module, first) if isinstance(first, md.MDRef) else None
+        if name is None or not name.startswith(_STRING_TBAA):
+            return False
+    return True
 
 
 def _roots(p, limit=32):
