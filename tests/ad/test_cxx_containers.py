@@ -756,8 +756,10 @@ def test_binary_search_of_an_active_key_in_constant_data(tmp_path, opt):
 # writes (which took a shadow: any call was taken to move floats) and copies the
 # characters into the node's inline buffer -- "an integer-typed copy of memory that may
 # hold floating-point values" and a memcpy "mixing floats and pointers" (Enzyme 15
-# builds it).  Calls the effects table says touch no floats leave a local alone, and the
-# bytes a string's character pointer reads are characters.
+# builds it); and the string made from a choice of two literals in the caller was "a
+# memcpy of pointers from memory without a shadow".  Calls the effects table says touch
+# no floats leave a local alone, and bytes copied from a string's character pointer or
+# from string literals are characters.
 STRING_NODE = r"""
 #include <cstdio>
 #include <string>
@@ -766,7 +768,7 @@ extern "C" { int enzyme_dup; double __enzyme_autodiff(void *, ...);
 struct Node { std::string key; double val; };
 __attribute__((noinline)) Node *make(const std::string &k) { return new Node{k, 0.0}; }
 double f(const double *th) {
-    Node *n = make("beta");
+    Node *n = make(th[1] > 0 ? "a much longer key than fifteen" : "beta");
     n->val = th[0];
     double r = n->val * n->val * (double)n->key.size();
     delete n;
@@ -776,6 +778,9 @@ int main() {
     double th[2] = { 0.9, -1 }, d[2] = { 0, 0 }, t[2] = { 1, 0 };
     __enzyme_autodiff((void *)f, enzyme_dup, th, d);
     std::printf("%.17g %.17g\n", d[0], __enzyme_fwddiff((void *)f, enzyme_dup, th, t));
+    th[1] = 1; d[0] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, th, d);
+    std::printf("%.17g\n", d[0]);
     return 0;
 }
 """
@@ -790,4 +795,4 @@ def test_string_member_beside_an_active_double(tmp_path, opt):
     out = subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     got = [float(v) for v in out.stdout.split()]
-    assert got == pytest.approx([2 * 0.9 * 4, 2 * 0.9 * 4], rel=1e-14)
+    assert got == pytest.approx([2 * 0.9 * 4, 2 * 0.9 * 4, 2 * 0.9 * 30], rel=1e-14)

@@ -638,14 +638,16 @@ class AugmentedForward:
 
     def _mem_kind(self, inst):
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'
-        (a ``std::string``'s characters: 'int');
+        (characters -- a ``std::string``'s, string literals: 'int');
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
         sweeps).  From the objects' kinds; where those give no answer, from the kinds
         of exactly the bytes moved (``types.byte_kinds``)."""
-        from ..analysis.types import byte_kinds, memory_kinds, string_characters
+        from ..analysis.types import byte_kinds, constant_text, memory_kinds, \
+            string_characters
         n = inst.args[2]
-        if len(inst.args) > 3 and string_characters(inst.args[1]):
-            return "int"    # a std::string's characters copied (its copy constructor)
+        if len(inst.args) > 3 and (string_characters(inst.args[1])
+                                   or constant_text(inst.args[1])):
+            return "int"    # characters copied (a std::string built or copied)
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)

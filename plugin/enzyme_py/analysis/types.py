@@ -37,7 +37,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
-__all__ = ["string_characters", "memory_kinds", "byte_kinds", "pointee_kinds",
+__all__ = ["string_characters", "constant_text", "memory_kinds", "byte_kinds", "pointee_kinds",
            "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds", "tbaa_kind",
            "HINTS", "carries_no_derivative", "function_of"]
 
@@ -131,6 +131,16 @@ def string_characters(p) -> bool:
         if name is None or not name.startswith(_STRING_TBAA):
             return False
     return True
+
+
+def constant_text(p) -> bool:
+    """Whether the pointer ``p`` points into constant character data only (string
+    literals: constant globals of ``char`` arrays, chosen between by a select)."""
+    from ..ir import types as T
+    roots = _roots(p)
+    return bool(roots) and all(
+        getattr(r, "is_global", False) and getattr(r, "is_constant", False)
+        and r.value_type.is_array and r.value_type.element == T.i8 for r in roots)
 
 
 def _roots(p, limit=32):
