@@ -386,14 +386,15 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     callee = inst.called_function
     if callee is None or callee.is_declaration or callee.name.startswith("llvm."):
         return      # libc/intrinsics: their own rules say what they do
-    # (the callee turning the bits into a float says what they are: memory with a
+    # (the callee bitcasting the bits to a float says what they are: memory with a
     # shadow that shows no typed access here -- the caller's float array, read as an
-    # i32 at -O0 to pack a `{float, int}` argument -- counts as holding floats)
-    # (and an integer another call returned built from a float's bits, handed on
-    # unopened: `use(make(x))` of a small struct both sides pass as an i64)
+    # i32 at -O0 to pack a `{float, int}` argument -- counts as holding floats; and an
+    # integer another call returned built from a float's bits, handed on unopened:
+    # `use(make(x))` of a small struct both sides pass as an i64)
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
-                if (_int_bits(a, act, unknown=True) or _float_bits_returned(a, act))
-                and _becomes_float(param, loose=True)]
+                if (_int_bits(a, act) or _float_bits_returned(a, act))
+                and _becomes_float(param, loose=True)
+                or _int_bits(a, act, unknown=True) and _becomes_float(param)]
     if any(a in act.active or a in act.shadowed for a in inst.args) \
             and _becomes_float(inst, loose=_returns_float_bits(callee)):
         crossing.append(("the call returns", inst.type))
