@@ -772,13 +772,13 @@ class AugmentedForward:
         shadow get the source's shadow bytes -- or, from constant data without a
         shadow (an initialiser), the constant's own bytes, where each pointer in it is
         its own shadow (null, a function, read-only data)."""
-        from ..analysis.activity import _constant_copy
+        from ..analysis.activity import constant_leaves
         gen = self.gen
         args, e = inst.args, self.e
         src = args[1]
         consts = _constant_pointers(src)
         twins = []      # (offset, shadow) of pointers into read-only float tables
-        leaves = _constant_copy(inst, self.ctx.module.datalayout) if consts else None
+        leaves = constant_leaves(inst, self.ctx.module.datalayout) if consts else None
         if src in self.act.shadowed:
             from_ = gen._sh_aug(src, inst)
         elif consts is not None and all(gen._sh_aug(c, inst) is c for c in consts):

@@ -506,7 +506,8 @@ class ForwardGen:
         NU}``) into memory with a shadow, whose shadow bytes were zeroed: the pointers in
         it get their shadows there (a read-only table's zero twin, a function itself),
         so that code following them finds a tangent of zero -- not a null shadow."""
-        for off, c in _constant_leaves(inst, self.ctx.module.datalayout):
+        from ..analysis.activity import constant_leaves
+        for off, c in constant_leaves(inst, self.ctx.module.datalayout) or []:
             if c.type.is_pointer and not isinstance(c, (ConstantNull, Undef, Poison)):
                 sh = self.S(c, inst)[k]
                 self.e.store(sh, self.e.gep_bytes(dst, off) if off else dst, 8)
@@ -789,11 +790,6 @@ class ForwardGen:
             new = c
         A.erase()
         self.vmap[inst] = new
-
-
-def _constant_leaves(inst, dl):
-    from ..analysis.activity import _constant_copy
-    return _constant_copy(inst, dl) or []
 
 
 def _own_tangentless(c) -> bool:

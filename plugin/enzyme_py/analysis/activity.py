@@ -70,10 +70,10 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                FCmp, ICmp)
 from ..ir.values import Argument
 from ..ir.walk import BoundedWalk
-from .effects import ALLOC_NAMES, FREE_NAMES, call_effect
+from .effects import ALLOC_NAMES, FREE_NAMES, call_effect, text_only
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
-           "underlying_object", "pointer_aggregate", "code_pointer"]
+           "constant_leaves", "underlying_object", "pointer_aggregate", "code_pointer"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
@@ -933,7 +933,8 @@ def _va_list_without_derivatives(a) -> bool:
     formatted output (a debug logger's ``vfprintf``): the values received through
     ``...`` then carry no derivative here, and the list needs no shadow.  (Where a
     float is read through it, it keeps one, and ``va_start`` is refused.)"""
-    from .globals import _inspects_text, may_access_floats
+    from ..ir.walk import derives_pointer
+    from .globals import may_access_floats
     started, areas = False, []
     walk = BoundedWalk(a, 32)
     for x in walk:
@@ -947,7 +948,7 @@ def _va_list_without_derivatives(a) -> bool:
                 name = user.callee_name or ""
                 if name.startswith(("llvm.va_start", "llvm.va_end", "llvm.va_copy")):
                     started |= name.startswith("llvm.va_start")
-                elif not _inspects_text(user):
+                elif not text_only(user):
                     return False
             elif isinstance(user, Load) and u.index == 0:
                 if user.type.is_pointer:
@@ -969,8 +970,7 @@ def _va_list_without_derivatives(a) -> bool:
     for x in walk:
         for u in x.uses:
             user = u.user
-            if isinstance(user, (GEP, Cast, Phi, Select)) and user.type.is_pointer \
-                    and not (isinstance(user, Select) and u.index == 0):
+            if derives_pointer(u):
                 walk.add(user)
             elif isinstance(user, Load) and u.index == 0:
                 if user.type.is_pointer:
@@ -1029,17 +1029,11 @@ def _alloca_may_hold_float(a) -> bool:
             elif isinstance(u, Store) and (floatish(u.operand(0).type)
                                            or u.operand(0).type.is_pointer):
                 return True
-            elif isinstance(u, Call) and not _marker(u) and not _touches_no_floats(u):
+            elif isinstance(u, Call) and not _marker(u) and not text_only(u):
+                # (a call touching only text leaves it alone: std::string's
+                # ``_M_create`` storing a capacity into the caller's ``size_t``)
                 return True
     return False
-
-
-def _touches_no_floats(call) -> bool:
-    """A call the effects table says reads or writes no floats of the program: the C
-    library's text functions, std::string's members (``_M_create`` storing a string's
-    capacity into the caller's ``size_t``)."""
-    eff = call_effect(call.callee_name or "")
-    return eff is not None and eff.kind == "inactive"
 
 
 # how many calls (and pointers loaded through a parameter) deep ``_param_summary`` looks:
@@ -1274,7 +1268,7 @@ def _zeroes(call) -> bool:
         and getattr(call.args[1], "value", None) == 0
 
 
-def _constant_copy(call, dl):
+def constant_leaves(call, dl):
     """For ``memcpy(local, @const, n)`` copying a constant global, or its first ``n``
     bytes (clang's initialiser of a local struct, ``sort_ctx ctx = {perm, -1}``; the
     fields the code sets next left out by LLVM): the leaves copied, ``[(offset,
@@ -1781,8 +1775,8 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
         elif isinstance(user, Call) and u.index == 0 and _zeroes(user):
             pass        # zero bytes: null pointers, zero floats (``UD u = {A, Ea, {0}}``)
         elif isinstance(user, Call) and u.index == 0 and off is not None \
-                and _constant_copy(user, dl) is not None:
-            for o, v in _constant_copy(user, dl):     # (``sort_ctx ctx = {perm, -1}``)
+                and (leaves := constant_leaves(user, dl)) is not None:
+            for o, v in leaves:     # (``sort_ctx ctx = {perm, -1}``)
                 if v.type.is_pointer:
                     st.ptrs.append((v, off + o))
                 elif floatish(v.type):

@@ -68,8 +68,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CallEffect", "call_effect", "libcxx_sort_element", "libm_base", "PURE_MATH",
-           "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names",
+__all__ = ["CallEffect", "call_effect", "text_only", "libcxx_sort_element", "libm_base",
+           "PURE_MATH", "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names",
            "MPI_SIGNATURES", "mpi_base", "mpi_writes"]
 
 
@@ -507,6 +507,15 @@ _CXX_TEXT_PREFIXES = ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
                       "_ZNKSt3__112basic_stringIcNS_11char_traitsIcEENS_9allocatorIcEEE")
 _CXX_TEXT = CallEffect("inactive", "std::string / std::allocator<char> member (libstdc++, "
                                    "libc++): characters only")
+
+
+def text_only(call) -> bool:
+    """Whether ``call`` only reads (``strlen``, ``strcmp``, ``printf``, ``vfprintf``) or
+    writes text (``strcpy``, ``sprintf``: what it writes is a C string) -- std::string's
+    members included: it touches no floats of the program."""
+    eff = call_effect(call.callee_name or "")
+    return eff is not None and (eff.kind == "inactive" or eff.kind == "writes" and all(
+        size[0] == "cstr" for _, size in eff.writes))
 
 
 def returns_text(name: str) -> bool:

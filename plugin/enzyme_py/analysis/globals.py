@@ -44,7 +44,7 @@ from ..ir.instructions import AtomicRMW, Call, Load, Ret, Store
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantExpr, ConstantNull
 from .activity import floatish, has_pointer, underlying_object
-from .effects import FREE_NAMES
+from .effects import FREE_NAMES, text_only
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
@@ -305,15 +305,14 @@ def may_access_floats(p, depth=3) -> bool:
     """Whether the code may read or write floating-point values through the pointer
     ``p`` (or through pointers loaded through it, ``depth`` levels down); calls it is
     passed to count, unless they only inspect text (``strlen``, ``strncmp``)."""
-    from ..ir.instructions import GEP, Cast, ICmp, Phi, Select
-    from ..ir.walk import BoundedWalk
+    from ..ir.instructions import ICmp
+    from ..ir.walk import BoundedWalk, derives_pointer
     from .types import carries_no_derivative
     walk = BoundedWalk(p, 64)
     for x in walk:
         for u in x.uses:
             user = u.user
-            if isinstance(user, (GEP, Cast, Phi, Select)) and user.type.is_pointer \
-                    and not (isinstance(user, Select) and u.index == 0):
+            if derives_pointer(u):
                 walk.add(user)
             elif isinstance(user, Load):
                 if user.type.is_pointer:
@@ -327,20 +326,11 @@ def may_access_floats(p, depth=3) -> bool:
                                                                 or _text_block(v))):
                     return True     # (a pointer to text stored: a table of names)
             elif isinstance(user, Call):
-                if not _inspects_text(user):
+                if not text_only(user):
                     return True
             elif not isinstance(user, ICmp):
                 return True     # stored as a value, returned, turned into an integer
     return walk.exceeded
-
-
-def _inspects_text(call) -> bool:
-    """A call that only reads (``strlen``, ``strcmp``, ``printf``) or writes text
-    (``strcpy``, ``sprintf``: what it writes is a C string)."""
-    from .effects import call_effect
-    eff = call_effect(call.callee_name or "")
-    return eff is not None and (eff.kind == "inactive" or eff.kind == "writes" and all(
-        size[0] == "cstr" for _, size in eff.writes))
 
 
 def _text_block(v) -> bool:
@@ -357,7 +347,7 @@ def _text_block(v) -> bool:
         if isinstance(user, Store) and (u.index == 0 or user.operand(0).type.is_int) \
                 or isinstance(user, ICmp):
             continue
-        if isinstance(user, Call) and (_inspects_text(user)
+        if isinstance(user, Call) and (text_only(user)
                                        or (user.callee_name or "") in FREE_NAMES):
             continue
         return False

@@ -16,7 +16,16 @@ time in proportion to the program.
 
 from __future__ import annotations
 
-__all__ = ["BoundedWalk"]
+__all__ = ["BoundedWalk", "derives_pointer"]
+
+
+def derives_pointer(use) -> bool:
+    """Whether the user of ``use`` is a pointer computed from the value used: a GEP, a
+    cast, a phi, or a select choosing it (not as the select's condition)."""
+    from .instructions import GEP, Cast, Phi, Select
+    user = use.user
+    return isinstance(user, (GEP, Cast, Phi, Select)) and user.type.is_pointer \
+        and not (isinstance(user, Select) and use.index == 0)
 
 
 class BoundedWalk:
