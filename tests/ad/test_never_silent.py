@@ -1087,6 +1087,41 @@ int main(void) {
 }
 """
 
+# Round AT: the same context passed twice, both enzyme_const: the pointer stored
+# through one argument and read back through the other (gradient 0, silently; Enzyme 15
+# too).  Arguments a call site binds to the same object count as one place; two
+# distinct contexts, one written and one read at the same offset, are no error.
+CONTEXT_PASSED_TWICE = r"""
+typedef struct { const double *p; } ctx_t;
+double f(const double *x, ctx_t *c, const ctx_t *alias) {
+    c->p = x;
+    return alias->p[0] * alias->p[0];
+}
+int main(void) {
+    double x = 3.0, dx = 0.0;
+    ctx_t c = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_const, &c, enzyme_const, &c);
+    printf("%g\n", dx);
+    return 0;
+}
+"""
+CONTEXTS_DISTINCT = r"""
+typedef struct { const double *p; } ctx_t;
+double f(const double *x, ctx_t *c, const ctx_t *d) {
+    c->p = x;              /* remembered for the caller */
+    return d->p[0] * x[0] * x[0];
+}
+int main(void) {
+    double x = 3.0, dx = 0.0, t = 1.0, k[1] = { 2.0 };
+    ctx_t c = { 0 }, d = { k };
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_const, &c, enzyme_const, &d);
+    check("rev", dx, 12);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, &x, &t, enzyme_const, &c,
+                                    enzyme_const, &d), 12);
+    return fails;
+}
+"""
+
 
 @pytest.mark.parametrize("opt", OPTS)
 def test_pointer_stored_into_a_const_context_and_read_back(tmp_path, opt):
@@ -1094,7 +1129,10 @@ def test_pointer_stored_into_a_const_context_and_read_back(tmp_path, opt):
     assert "stored into memory without a shadow that a caller passed" in err, err
     err = build_error(tmp_path, CONTEXT_SECOND_LEVEL, opt)
     assert "stored into memory without a shadow that a caller passed" in err, err
+    err = build_error(tmp_path, CONTEXT_PASSED_TWICE, opt)
+    assert "stored into memory without a shadow that a caller passed" in err, err
     run(tmp_path, CONTEXT_FIELD_NOT_READ, opt)
+    run(tmp_path, CONTEXTS_DISTINCT, opt)
 
 
 # Round AU, physics-engine code at -O0: a Bullet-style `union { __m128 v; float f[4]; }`

@@ -430,6 +430,7 @@ def _round(module, options, log) -> None:
     ctx.hooks = CallHooks(registry)
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry,
                                          _entry_kinds(sites, clone_of))
+    ctx.same_object = _same_object_consts(sites, clone_of)   # see errors.check_pointer_escape
     ctx.shadow_lanes = {}       # (global, lane >= 1) -> its shadow in vector forward mode
     fctx = ForwardContext(ctx, registry)
     plans = []
@@ -512,6 +513,24 @@ def _entry_kinds(sites, clone_of) -> dict:
             kinds[b.index] = b.kind
         for arg, k in zip(fn.args, kinds):
             out.setdefault(arg, set()).add(k)
+    return out
+
+
+def _same_object_consts(sites, clone_of) -> set:
+    """Pairs (frozensets) of a differentiated copy's parameters that a call site binds,
+    ``enzyme_const`` both, to pointers into the same object: a context struct passed
+    twice, written through one and read through the other."""
+    from ..analysis.activity import underlying_object
+    out: set = set()
+    for s in sites:
+        fn = clone_of.get(s.fn)
+        if fn is None or s.mode == "batch":
+            continue
+        roots = [(fn.args[b.index], underlying_object(b.value)) for b in s.bindings
+                 if b.kind == "const" and b.value is not None and b.value.type.is_pointer
+                 and (b.value.is_instruction or b.value.is_argument or b.value.is_global)]
+        for i, (a, r) in enumerate(roots):
+            out.update(frozenset((a, b)) for b, q in roots[i + 1:] if q is r)
     return out
 
 

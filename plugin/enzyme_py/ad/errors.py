@@ -124,6 +124,7 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
                            "store only enzyme_dup pointers (or blocks the code allocates) "
                            "into that global")
     from ..analysis.globals import argument_read_back
+    memo.setdefault("same_object", getattr(rctx, "same_object", set()))
     if argument_read_back(p, functions, memo):
         raise ADError("a pointer that carries derivatives is stored into memory without a "
                       "shadow that a caller passed (an enzyme_const argument: a context "

@@ -229,17 +229,19 @@ def argument_read_back(p, functions, memo: dict) -> bool:
     (``p->w->x``: a workspace the context holds), reached from the same argument -- or
     through the parameters of the callees it is passed to -- by the same offsets (or
     offsets not known).  A pointer with a shadow stored there and read back would lose
-    its shadow on the way."""
+    its shadow on the way.  ``memo["same_object"]``: pairs of parameters a call site
+    binds to the same object (the context passed twice), which count as one."""
     aliases = memo.get("argument_paths")
     if aliases is None:
         aliases = memo["argument_paths"] = _parameter_paths(functions)
     mine = _paths(p, aliases)
     if not mine:
         return False
+    same = memo.get("same_object", ())
     for fn in functions:
         for i in fn.instructions():
             if isinstance(i, Load) and i.type.is_pointer \
-                    and any(_same_place(a, b) for a in mine
+                    and any(_same_place(a, b, same) for a in mine
                             for b in _paths(i.operand(0), aliases)) \
                     and may_access_floats(i):
                 return True
@@ -268,9 +270,9 @@ def _paths(p, aliases, depth=4) -> list:
     return []
 
 
-def _same_place(x, y) -> bool:
+def _same_place(x, y, same=()) -> bool:
     (a, p), (b, q) = x, y
-    return a is b and len(p) == len(q) and all(
+    return (a is b or frozenset((a, b)) in same) and len(p) == len(q) and all(
         u is None or v is None or u == v for u, v in zip(p, q))
 
 
