@@ -254,3 +254,64 @@ def test_exception_messages_built_on_throw_paths(tmp_path, opt):
     s, y = math.exp(0.5), -0.3
     want = [-s + 2 + y * y * s, 2 * y * s, -s + 2 + y * y * s]
     assert [float(v) for v in out.stdout.split()] == pytest.approx(want, rel=1e-12)
+
+
+# Round AT: values formatted into the message on a throw path -- `throw
+# std::out_of_range("y = " + std::to_string(y[i]))`, a `[[noreturn]]` reporter handed
+# the active scale -- reached libstdc++'s variadic `__to_xstring` with a value that
+# carries a derivative, and were refused (Enzyme 15 builds them).  Calls on paths that
+# return no more run as the program's, with no derivative: a run taking such a path
+# aborts inside the derivative (test above).
+VALUES_ON_THROW_PATH = r"""
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+[[noreturn]] __attribute__((noinline)) static void bad(const std::string &what, double v) {
+  throw std::domain_error(what + " = " + std::to_string(v) + " is not positive");
+}
+static double check_positive(const char *fn, double v) {
+  if (!(v > 0)) bad(std::string(fn) + ": scale", v);
+  return v;
+}
+double lognormal_lpdf(const double *y, const double *mu, const double *sigma, int n) {
+  double lp = 0, s = check_positive("lognormal_lpdf", sigma[0]);
+  for (int i = 0; i < n; i++) {
+    if (y[i] <= 0)
+      throw std::out_of_range("y[" + std::to_string(i) + "] = " + std::to_string(y[i]));
+    double z = (std::log(y[i]) - mu[0]) / s;
+    lp += -0.5 * z * z - std::log(s) - std::log(y[i]);
+  }
+  return lp;
+}
+int main() {
+  double y[3] = {1.5, 2.0, 0.7}, mu = 0.3, sg = 0.8, dmu = 0, dsg = 0, dy[3] = {0};
+  double zero = 0, one = 1;
+  __enzyme_autodiff((void *)lognormal_lpdf, enzyme_dup, y, dy, enzyme_dup, &mu, &dmu,
+                    enzyme_dup, &sg, &dsg, enzyme_const, 3);
+  double t = __enzyme_fwddiff((void *)lognormal_lpdf, enzyme_const, y, enzyme_dup, &mu,
+                              &zero, enzyme_dup, &sg, &one, enzyme_const, 3);
+  std::printf("%.17g %.17g %.17g %.17g\n", dmu, dsg, t, dy[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_values_formatted_on_throw_paths(tmp_path, opt):
+    src = Path(tmp_path) / "v.cpp"
+    src.write_text(VALUES_ON_THROW_PATH)
+    exe = Path(tmp_path) / "v"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    y, mu, s = [1.5, 2.0, 0.7], 0.3, 0.8
+    z = [(math.log(v) - mu) / s for v in y]
+    dmu = sum(zi / s for zi in z)
+    ds = sum(zi * zi / s - 1 / s for zi in z)
+    dy1 = (-z[1] / s - 1) / y[1]
+    assert [float(v) for v in out.stdout.split()] == pytest.approx([dmu, ds, ds, dy1],
+                                                                  rel=1e-12)

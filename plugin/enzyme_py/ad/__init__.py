@@ -401,6 +401,9 @@ def _round(module, options, log) -> None:
         clone_of[module.get_function(orig)] = cf
         rename[cf] = orig
         openmp_prepare(cf)
+    from .unwind import PRIMAL
+    registry.inactive_fns.update(f.name for f in module.functions
+                                 if f.name.startswith(PRIMAL))     # see unwind.py
     # type analysis answers about the program (the copies to differentiate, what they
     # call) from the program alone, whatever derivative code this round has built by
     # the time it is asked: its answer no longer depends on which call site's code was

@@ -27,6 +27,7 @@ __all__ = ["REWRITES", "run_rewrites", "align_locals"]
 # how many changes it made (or whether it changed anything)
 REWRITES = (
     ("invokes (derivative code does not unwind)", "unwind", "strip_invokes"),
+    ("call arguments on paths that return no more", "unwind", "primal_on_doomed_paths"),
     ("by-value parameters copied into locals", "rewrites", "copy_byval_params"),
     ("complex library calls", "complex", "redirect_complex_calls"),
     ("library searches (bsearch, lfind, lsearch)", "search", "redirect_search_calls"),

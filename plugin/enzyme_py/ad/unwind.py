@@ -17,6 +17,14 @@ whose landing pad catches everything, prints ``enzyme: an exception was thrown i
 the derivative of 'f' ...`` on stderr and calls ``abort()``.  A try/catch inside the
 differentiated function does not catch it either (its landing pad is gone): the run is
 aborted the same way.
+
+Code on a path that returns no more -- it ends in a throw, ``abort()``, ``exit()`` --
+delivers no derivative either: the run that takes it aborts.  Its primal still runs
+(the message of the exception is built, the error is printed), so
+:func:`primal_on_doomed_paths` passes the values that reach calls there through an
+inactive identity (``__enzyme_py_primal.*``): the calls are the program's own, with
+no derivative of what they do (``std::to_string(x)`` of an active ``x``, a variadic
+error reporter handed one).
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ from ..ir.attributes import resolved
 from ..ir.instructions import Br, Call, Invoke
 from ..ir.values import ConstantInt, ConstantNull
 
-__all__ = ["strip_invokes", "may_unwind", "is_guarded", "guarded", "personality_of"]
+__all__ = ["strip_invokes", "primal_on_doomed_paths", "PRIMAL", "may_unwind", "is_guarded",
+           "guarded", "personality_of"]
 
 UNWOUND = "__enzyme_py_unwound"
+PRIMAL = "__enzyme_py_primal."     # the inactive identities (one per type)
 
 
 def strip_invokes(fn) -> bool:
@@ -57,6 +67,51 @@ def strip_invokes(fn) -> bool:
         br.dbg_records = recs
     _remove_unreachable(fn)
     return True
+
+
+def primal_on_doomed_paths(fn) -> int:
+    """In the blocks of ``fn`` from which no ``ret`` is reached, pass each floating-point
+    or pointer argument of a call (not of a lifetime or debug marker) through the
+    inactive identity of its type: the call runs as the program's, its derivative is
+    not needed.  Returns how many arguments were passed so."""
+    from ..analysis.activity import doomed_blocks, floatish
+    doomed = doomed_blocks(fn)
+    n = 0
+    for b in fn.blocks:
+        if b not in doomed:
+            continue
+        for inst in list(b.instructions):
+            name = inst.callee_name or "" if isinstance(inst, Call) else None
+            if name is None or name.startswith(("llvm.lifetime.", "llvm.dbg.", PRIMAL)):
+                continue
+            for k, a in enumerate(inst.args):
+                if (a.type.is_pointer or floatish(a.type)) and (
+                        getattr(a, "is_instruction", False)
+                        or getattr(a, "is_argument", False)):
+                    c = Call(_identity(fn.parent, a.type).function_type,
+                             _identity(fn.parent, a.type), [a])
+                    c.insert_before(inst)
+                    inst.set_arg(k, c)
+                    n += 1
+    return n
+
+
+def _identity(module, ty):
+    """``__enzyme_py_primal.<type>``: returns its argument; marked inactive by the
+    caller of the rewrites (``ad.transform_module``), inlined after differentiation."""
+    name = PRIMAL + "".join(c if c.isalnum() else "_" for c in str(ty))
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    fn = module.add_function(name, T.FunctionType(ty, [ty]), linkage="internal",
+                             fn_attrs="alwaysinline nounwind willreturn memory(none)",
+                             unique=False)
+    bb = fn.append_basic_block("entry")
+    from .emit import Emitter
+    e = Emitter(module)
+    e.position_at_end(bb)
+    e.ret(fn.args[0])
+    return fn
 
 
 def _remove_unreachable(fn) -> None:

@@ -73,7 +73,8 @@ from ..ir.walk import BoundedWalk
 from .effects import ALLOC_NAMES, FREE_NAMES, call_effect, text_only
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
-           "constant_leaves", "underlying_object", "pointer_aggregate", "code_pointer"]
+           "constant_leaves", "underlying_object", "pointer_aggregate", "code_pointer",
+           "doomed_blocks"]
 
 ALLOC_FUNCS = ALLOC_NAMES   # see effects.py: the one table of what calls do
 FREE_FUNCS = FREE_NAMES
@@ -492,12 +493,12 @@ class Activity:
 
     def _used_on_doomed_paths(self, a) -> bool:
         """Whether every use of the local ``a`` (through its GEPs and casts) is on a
-        path that returns no more (``_doomed_blocks``: the message of an exception
+        path that returns no more (``doomed_blocks``: the message of an exception
         built in a ``std::string`` before a throw): its contents never reach a
         derivative, so it needs no shadow."""
         doomed = self.__dict__.get("_doomed")
         if doomed is None:
-            doomed = self._doomed = _doomed_blocks(a.parent.parent)
+            doomed = self._doomed = doomed_blocks(a.parent.parent)
         if not doomed:
             return False
         walk = BoundedWalk(a, 64)
@@ -985,7 +986,7 @@ def _va_list_without_derivatives(a) -> bool:
     return not walk.exceeded
 
 
-def _doomed_blocks(fn) -> frozenset:
+def doomed_blocks(fn) -> frozenset:
     """The blocks of ``fn`` from which no ``ret`` can be reached: paths that end in a
     throw, ``abort()``, ``exit()`` -- where no derivative comes back from."""
     from .cfg import CFG
