@@ -328,3 +328,56 @@ define void @f(ptr %p, ptr %q, i64 %x) {
     assert t.kinds(p, 0, 8, exclude=xchg) == set()       # nothing else says what p holds
     assert t.kinds(q, 8, 4, exclude=add) == {"int"}      # the load of the count does
     assert t.kinds(q, exclude=add) == {"int", "ptr"}
+
+
+# A string kept in an object beside a double (libc++'s short string: a length byte, the
+# characters inline from byte 1, then -- in a node holding it -- a double at 24): the
+# terminating zero stored at `buf + len` is a byte at an offset not known.  Folded with
+# period 1, the node would hold every kind at every offset; its single-byte accesses are
+# the class's "anywhere" facts instead, and the node keeps its fields.  Bytes of a double
+# written through a byte pointer still meet the double.
+BYTES_IN_AN_OBJECT = r"""
+define void @terminate(ptr %node, i64 %len) {
+  store i8 8, ptr %node
+  %buf = getelementptr inbounds i8, ptr %node, i64 1
+  %end = getelementptr inbounds i8, ptr %buf, i64 %len
+  store i8 0, ptr %end
+  %size = getelementptr inbounds i8, ptr %node, i64 8
+  store i64 3, ptr %size
+  %data = getelementptr inbounds i8, ptr %node, i64 16
+  store ptr null, ptr %data
+  %val = getelementptr inbounds i8, ptr %node, i64 24
+  store double 1.0, ptr %val
+  ret void
+}
+
+define void @scribble(ptr %d, i64 %i) {
+  store double 2.0, ptr %d
+  %b = getelementptr inbounds i8, ptr %d, i64 %i
+  %v = load i8, ptr %b
+  %w = add i8 %v, 1
+  store i8 %w, ptr %b
+  ret void
+}
+
+define void @walk(ptr %d, i64 %i) {
+  store double 2.0, ptr %d
+  %b = getelementptr inbounds i8, ptr %d, i64 %i
+  %c = load i16, ptr %b
+  ret void
+}
+"""
+
+
+def test_single_bytes_at_unknown_offsets_do_not_fold_a_class():
+    m, t = _types(BYTES_IN_AN_OBJECT)
+    node = _value(m, "terminate", "node")
+    assert t.tree(node) == "{0: int, 8: int, 16: ptr, 24: double, *: int}"
+    assert t.kinds(node, 24, 8) == {"double", "int"}
+    assert t.kinds(node, 16, 8) == {"ptr", "int"}
+    # the byte pointer itself: anywhere in its class
+    assert t.kinds(_value(m, "terminate", "end"), 0, 1) == {"int", "ptr", "double"}
+    b = _value(m, "scribble", "b")
+    assert t.kinds(b, 0, 1) == {"double", "int"}
+    # (a wider access through a byte-indexed pointer folds the class, as before)
+    assert t.tree(_value(m, "walk", "d")) == "{0+1k: double|int}"

@@ -568,6 +568,13 @@ class AugmentedForward:
             return
         if self.ctx.hooks is not None and self.ctx.hooks.aug_call(self.gen, inst, A):
             return
+        if returns_text(name):
+            # a std::string member, also one defined here (libc++ instantiates them in
+            # the program): characters only, as in forward mode
+            self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
+            sync_text_objects(self.e, inst, A, lambda a: [gen._sh_aug(a, inst)]
+                              if a in act.shadowed else [])
+            return
         callee = inst.called_function
         pairs = None
         if callee is None and is_indirect(inst):
@@ -622,11 +629,6 @@ class AugmentedForward:
             return
         if libm_rule(name) is not None or reduction_rule(name) is not None \
                 or struct_math_rule(name) is not None:
-            return
-        if returns_text(name):
-            self.e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
-            sync_text_objects(self.e, inst, A, lambda a: [gen._sh_aug(a, inst)]
-                              if a in act.shadowed else [])
             return
         if ekind in ("inactive", "writes"):
             return

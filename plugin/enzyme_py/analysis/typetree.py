@@ -17,7 +17,12 @@ helpers -- see below):
   the two sides of a memcpy/memmove, all unify.
 - A GEP with a variable index (``p + 8*i``) makes the class *periodic* with the index's
   stride: offsets are known modulo the period (an array of 24-byte structs keeps its
-  three fields apart; an array of doubles is "every 8 bytes: double").
+  three fields apart; an array of doubles is "every 8 bytes: double").  Except a byte
+  pointer (``p + n``, stride 1) used only to read and write single bytes -- the
+  characters of a string kept inline in an object, ``buf[len] = 0``: its accesses are
+  the class's *anywhere* facts, which every question about the class meets, and the
+  class keeps its offsets (folded with period 1, the fields of every object holding a
+  string would have merged).
 - Each class records the kinds accessed at each offset ('double', 'float', 'int',
   'ptr', 'float-other'): loads, stores, atomics (integer accesses that TBAA calls
   double/pointer count as such, as in ``types``), the declared layout of allocas and
@@ -109,18 +114,45 @@ def _index(v, depth=8):
     return 0, 1
 
 
+def _byte_accesses_only(g, limit=32) -> list:
+    """``g`` and the pointers derived from it by constant GEPs and casts, when all their
+    other uses read or write single bytes through them (else [])."""
+    out, work = [g], [g]
+    while work:
+        v = work.pop()
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (Load, Store)) and u.index == (0 if isinstance(user, Load)
+                                                                else 1):
+                ty = user.type if isinstance(user, Load) else user.operand(0).type
+                if not (ty.is_int and ty.width == 8):
+                    return []
+            elif isinstance(user, Cast) and user.opcode in ("bitcast", "addrspacecast") \
+                    or isinstance(user, GEP) and u.index == 0 \
+                    and all(isinstance(i, ConstantInt) for i in user.indices):
+                if len(out) >= limit:
+                    return []
+                out.append(user)
+                work.append(user)
+            else:
+                return []
+    return out
+
+
 class _Node:
     """A union-find node.  ``addr(node) = addr(parent) + delta``; a root is a class
     with its period (0: none), facts {offset: {(kind, bytes): {sources}}} (a source is
-    the instruction that made the access, None for a declared layout) and fields {offset:
-    node of the pointee}, offsets taken modulo the period."""
+    the instruction that made the access, None for a declared layout), the facts of
+    accesses at offsets not known (``anywhere``: {(kind, bytes): {sources}}) and fields
+    {offset: node of the pointee}, offsets taken modulo the period."""
 
-    __slots__ = ("parent", "delta", "period", "facts", "fields", "code")
+    __slots__ = ("parent", "delta", "period", "facts", "anywhere", "fields", "code")
 
     def __init__(self, code=False):
         self.parent, self.delta, self.period = None, 0, 0
         self.code = code          # the class holds a function's code
         self.facts: dict[int, dict] = {}
+        self.anywhere: dict = {}
         self.fields: dict[int, _Node] = {}
 
 
@@ -167,6 +199,7 @@ class MemoryTypes:
         self._scope = None
         self.module, self.dl = module, module.datalayout
         self._node: dict = {}
+        self._bytewise: dict = {}    # byte pointer at an unknown offset -> its base pointer
         self._pending: list = []
         self._returns: dict = {}
         # context-sensitivity for small helpers (``std::forward``, ``std::get``, an
@@ -220,14 +253,17 @@ class MemoryTypes:
         out = set()
         ex = frozenset(exclude if isinstance(exclude, tuple) else
                        () if exclude is None else (exclude,))
+        anywhere = p in self._bytewise      # (a byte pointer: at any offset of its class)
         for n in self._nodes(p):
             root, off = self._find(n)
             lo = off + offset
             for o, fs in root.facts.items():
                 for (kind, nb), srcs in fs.items():
-                    if (not ex or srcs - ex) \
-                            and self._overlaps(root.period, o, nb, lo, size):
+                    if (not ex or srcs - ex) and (
+                            anywhere or self._overlaps(root.period, o, nb, lo, size)):
                         out.add(kind)
+            out.update(kind for (kind, _), srcs in root.anywhere.items()
+                       if not ex or srcs - ex)
         return out
 
     def tree(self, p) -> str:
@@ -250,6 +286,7 @@ class MemoryTypes:
         return bool(roots) and all(r.code and not r.facts for r in roots)
 
     def _nodes(self, p) -> list:
+        p = self._bytewise.get(p, p)
         out = [self._node[p]] if p in self._node else []
         for ctx in self._contexts.get(_function_of(p), ()):
             if p in ctx:
@@ -297,13 +334,19 @@ class MemoryTypes:
 
     def _unify(self, a, b, d=0):
         """``a`` and ``b`` (values) point into one class, ``addr(a) = addr(b) + d``."""
+        if a in self._bytewise or b in self._bytewise:
+            return      # (a cast of a byte pointer: one too, see ``_gep``)
         if self._tracked(a) and self._tracked(b):
             self._pending.append((self.node(a), self.node(b), d))
 
     def _fact(self, p, offset, kind, n):
         """The access being visited (``_source``) reads or writes ``kind`` at
         ``p + offset``."""
-        if self._tracked(p):
+        base = self._bytewise.get(p)
+        if base is not None:
+            root, _ = self._find(self.node(base))
+            root.anywhere.setdefault((kind, n), set()).add(self._source)
+        elif self._tracked(p):
             root, off = self._find(self.node(p))
             key = self._key(root, off + offset)
             root.facts.setdefault(key, {}).setdefault((kind, n), set()).add(self._source)
@@ -457,8 +500,14 @@ class MemoryTypes:
                     strides.append(mi * step)
         except (AttributeError, IndexError, TypeError, ValueError):
             return     # an unusual type: the GEP is not followed (its class knows less)
-        if not (self._tracked(g) and self._tracked(base)):
+        if not (self._tracked(g) and self._tracked(base)) or base in self._bytewise:
             return
+        if strides and all(s == 1 for s in strides):
+            derived = _byte_accesses_only(g)
+            if derived:
+                for v in derived:
+                    self._bytewise[v] = base
+                return
         self._unify(g, base, c)
         if source_type.is_float or source_type.is_pointer:
             self._fact(g, 0, *self._scalar(source_type))
@@ -570,6 +619,8 @@ class MemoryTypes:
             rb.facts, rb.fields, rb.period = {}, {}, 0
             for o, fs in facts.items():
                 self._add_facts(ra.facts.setdefault(self._key(ra, o + s), {}), fs)
+            self._add_facts(ra.anywhere, rb.anywhere)
+            rb.anywhere = {}
             for o, f in fields.items():
                 self._put_field(ra, self._key(ra, o + s), f)
             if period:
@@ -622,4 +673,6 @@ class MemoryTypes:
                 if fr.facts or fr.fields:
                     text += " " + self._show(fr, foff, seen)
             parts.append(text)
+        if root.anywhere:
+            parts.append(f"*: {'|'.join(sorted({k for k, _ in root.anywhere}))}")
         return "{" + ", ".join(parts) + "}"
