@@ -52,6 +52,14 @@ class LLVMError(EnzymeError):
 # here where opt-22 takes 0.89 s.)
 SLP_SCHEDULE_BUDGET = 10000
 
+# The pre-AD pipeline's NewGVN (``optimize_functions``) runs without its "phi of ops"
+# transformation: in LLVM 22 it miscompiles a two-trip loop over a state struct copied
+# by value and back (a 2D shallow-water flux sweep, round BA: ``opt-22 -passes=newgvn``
+# alone changes what the function computes), and the derivative is then the exact
+# derivative of the wrong function, and its primal result wrong too.  Without it the
+# benchmark kernels' code is the same except heat2d's and rk4's, which run as fast.
+NEWGVN_PHI_OF_OPS = False
+
 
 @functools.cache
 def _init() -> None:
@@ -60,6 +68,7 @@ def _init() -> None:
     _llvm.initialize_native_asmparser()
     # once per process: LLVM counts an option's occurrences across calls
     _llvm.set_option("enzyme-cc", f"-slp-schedule-budget={SLP_SCHEDULE_BUDGET}")
+    _llvm.set_option("enzyme-cc", f"-enable-phi-of-ops={str(NEWGVN_PHI_OF_OPS).lower()}")
 
 
 def llvm_version() -> str:

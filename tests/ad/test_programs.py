@@ -104,3 +104,69 @@ def test_error_too_few_arguments(tmp_path):
                          "int main(void) {\n"
                          "  return (int)__enzyme_autodiff((void*)f, 1.0); }\n")
     assert "too few arguments" in err
+
+
+# Round BA, a 2D shallow-water flux sweep as published: a state struct of 2D arrays
+# copied by value (`tmp = *s; ... *s = tmp`), neighbours by periodic index arithmetic,
+# the x/y direction loop (two trips) choosing fluxes with ternaries, called twice.  At
+# -O2 the pre-AD pipeline's NewGVN (its "phi of ops", an LLVM 22 miscompilation:
+# `opt-22 -passes=newgvn` alone changes what the function computes) rewrote the
+# direction loop wrongly, and the derivative -- exact for the rewritten function --
+# went to the wrong cells: 0 for 6.9e-4, 2.4e-3 for 0, silently.  The pre-AD NewGVN
+# runs without phi of ops (llvm.NEWGVN_PHI_OF_OPS).
+FLUX_SWEEP = r"""
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+#define NX 2
+#define NY 3
+typedef struct { double h[NY][NX], hu[NY][NX], hv[NY][NX]; } State;
+static void fluxes(double h, double hu, double hv, double g, int dir, double F[3]) {
+  F[0] = dir ? hv : hu; F[1] = 0; F[2] = dir ? 0.5 * g * h * h : 0;
+}
+static void step(State *s, double g) {
+  State tmp = *s;
+  for (int j = 0; j < NY; j++)
+    for (int i = 0; i < NX; i++) {
+      double acc[3] = {0, 0, 0};
+      for (int dir = 0; dir < 2; dir++)
+        for (int side = -1; side <= 1; side += 2) {
+          int i2 = dir ? i : (i + side + NX) % NX, j2 = dir ? (j + side + NY) % NY : j;
+          double FL[3], FR[3];
+          fluxes(s->h[j][i], s->hu[j][i], s->hv[j][i], g, dir, FL);
+          fluxes(s->h[j2][i2], s->hu[j2][i2], s->hv[j2][i2], g, dir, FR);
+          for (int c = 0; c < 3; c += 2) acc[c] += side * (0.5 * (FL[c] + FR[c]));
+        }
+      tmp.h[j][i] -= 0.01 * acc[0]; tmp.hv[j][i] -= 0.01 * acc[2];
+    }
+  *s = tmp;
+}
+double f(const double *h0, double g) {
+  State s;
+  for (int k = 0; k < NX * NY; k++) {
+    s.h[k / NX][k % NX] = h0[k]; s.hu[k / NX][k % NX] = 0.1; s.hv[k / NX][k % NX] = 0.05;
+  }
+  step(&s, g); step(&s, g);
+  return s.h[1][0] * s.h[1][0];
+}
+int main(void) {
+  double h[NX * NY], d[NX * NY] = {0};
+  for (int k = 0; k < NX * NY; k++) h[k] = 1 + 0.1 * k * k;
+  __enzyme_autodiff((void *)f, enzyme_dup, h, d, enzyme_const, 9.81);
+  for (int k = 0; k < NX * NY; k++) {
+    double s = h[k], e = 1e-6;
+    h[k] = s + e; double fp = f(h, 9.81); h[k] = s - e; double fm = f(h, 9.81); h[k] = s;
+    printf("d%d %.17g %.17g\n", k, d[k], (fp - fm) / (2 * e));
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_state_copied_by_value_around_a_direction_loop(tmp_path, opt):
+    out = build_and_run(tmp_path, FLUX_SWEEP, opt)
+    assert out.returncode == 0, out.stderr
+    for name, (got, want) in parse_values(out.stdout).items():
+        assert abs(got - want) <= 1e-6 * abs(want) + 1e-9, (name, got, want)
