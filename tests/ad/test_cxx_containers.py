@@ -801,3 +801,41 @@ def test_string_member_beside_an_active_double(tmp_path, opt):
     assert out.returncode == 0, out.stderr
     got = [float(v) for v in out.stdout.split()]
     assert got == pytest.approx([2 * 0.9 * 4, 2 * 0.9 * 4, 2 * 0.9 * 30], rel=1e-14)
+
+
+# Round BB: std::optional<double> returned by a helper out of line.  libc++ (the ziglang
+# clang, macOS's library) keeps it as `union { char; double; }` beside a flag, which
+# the x86-64 ABI returns as `{ i64, i8 }`: refused at -O0 ("the call returns
+# floating-point values ... as an integer"); the field is returned as a double now
+# (ad/abi.py).  libstdc++ returns `{ double, i8 }` already.
+OPTIONAL = r"""
+#include <cstdio>
+#include <optional>
+extern "C" { int enzyme_dup; double __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+__attribute__((noinline)) std::optional<double> root(const double *w, int k) {
+    if (w[k] < 0) return std::nullopt;
+    return w[k] * w[k];
+}
+double f(const double *w) {
+    return 3.0 * root(w, 0).value_or(1.0) + root(w, 1).value_or(5.0) * w[0];
+}
+int main() {
+    double w[2] = { 2.0, -1.0 }, dw[2] = { 0, 0 }, t[2] = { 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, w, dw);
+    std::printf("%.17g %.17g %.17g\n", dw[0], dw[1], __enzyme_fwddiff((void *)f, enzyme_dup, w, t));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_optional_double_returned_by_value(tmp_path, opt):
+    src = tmp_path / "o.cpp"
+    src.write_text(OPTIONAL)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "o")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = [float(v) for v in out.stdout.split()]
+    assert got == pytest.approx([3 * 2 * 2.0 + 5.0, 0.0, 3 * 2 * 2.0 + 5.0], rel=1e-14)

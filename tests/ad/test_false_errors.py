@@ -1827,6 +1827,49 @@ def test_copy_of_bits_also_used_as_an_integer_is_an_error(tmp_path, opt):
     assert "integer-typed copy of memory that may hold floating-point values" in err, err
 
 
+# Round BB: a value beside a flag returned by value -- libc++'s std::optional<double>,
+# `struct { union { char null_state; double val; } u; _Bool engaged; }` -- travels as
+# `{ i64, i8 }` (x86-64 ABI), and a helper out of line returning it was refused: "the
+# call returns floating-point values ... as an integer" (Enzyme 15 builds it).  The
+# integer field the callee fills with a double's bits (or the callers read back as
+# one) is given the double's type at the call boundary; a union whose integer member
+# is what is returned stays an integer.
+OPTIONAL_BY_VALUE = r"""
+typedef struct { union { char null_state; double val; } u; _Bool engaged; } opt_d;
+typedef struct { union { double d; long long n; } u; int tag; } num;
+__attribute__((noinline)) static opt_d get(const double *w, int k) {
+    opt_d o;
+    if (k < 0) { o.u.null_state = 0; o.engaged = 0; } else { o.u.val = w[k]; o.engaged = 1; }
+    return o;
+}
+__attribute__((noinline)) static num scaled(double x, int as_int) {
+    num r;
+    if (as_int) { r.u.n = 7; r.tag = 1; } else { r.u.d = 2.5 * x; r.tag = 0; }
+    return r;
+}
+__attribute__((noinline)) static num count(int n) { num r; r.u.n = n; r.tag = 1; return r; }
+double f(const double *w) {
+    opt_d a = get(w, 0), b = get(w, -1), c = get(w, 1);
+    double s = (a.engaged ? a.u.val : 0.0) * (c.engaged ? c.u.val : 1.0) + (b.engaged ? 100 : 0);
+    num m = scaled(w[1], 0), n = count(3);
+    return s * m.u.d + (double)n.u.n;
+}
+int main(void) {
+    double w[2] = { 2.0, 3.0 }, dw[2] = { 0, 0 }, t[2] = { 0, 1 };
+    __enzyme_autodiff((void *)f, enzyme_dup, w, dw);
+    check("rev d/dw0", dw[0], 3.0 * 2.5 * 3.0);
+    check("rev d/dw1", dw[1], 2.0 * 2.5 * 3.0 * 2);
+    check("fwd d/dw1", __enzyme_fwddiff_d((void *)f, enzyme_dup, w, t), 2.0 * 2.5 * 3.0 * 2);
+    check("primal", f(w), 2.0 * 3.0 * 2.5 * 3.0 + 3);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_union_beside_a_flag_returned_by_value(tmp_path, opt):
+    run(tmp_path, OPTIONAL_BY_VALUE, opt)
+
 # Round AH: a quadrature driver keeping the caller's `void *params` (the address of a
 # local struct with an active field) in a file-scope pointer read by a thunk.  Shadow
 # globals hold enzyme_dup pointers and blocks the code allocates, not the derivative's

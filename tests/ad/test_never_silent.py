@@ -900,7 +900,9 @@ def test_read_only_table_in_cells_is_not_its_own_shadow(tmp_path, opt):
 # (memcpy into the bits) and returned by value -- an {i32, i64} in the ABI -- stored into
 # a local and read back as a double by another function: the derivative was lost at -O0
 # (0 for 6; -O2 inlines it and is right).  The check for floats returned as integers now
-# counts memory where a double is seen among other kinds.
+# counts memory where a double is seen among other kinds -- and since round BB the
+# field holding the double's bits is returned as a double (ad/abi.py), so -O0 builds
+# and is right too.
 TAGGED_RETURN = r"""
 #include <stdint.h>
 typedef struct { int tag; uint64_t bits; } tval;
@@ -923,12 +925,7 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", OPTS)
 def test_tagged_value_returned_as_an_integer(tmp_path, opt):
-    if opt == "-O0":
-        err = build_error(tmp_path, TAGGED_RETURN, opt)
-        assert "the call returns floating-point values that carry derivatives as an " \
-               "integer ('{ i32, i64 }'" in err, err
-    else:
-        run(tmp_path, TAGGED_RETURN, opt)
+    run(tmp_path, TAGGED_RETURN, opt)
 
 
 # ... the same where the doubles are seen only through a comparator called by pointer

@@ -13,7 +13,11 @@ union's exponent field, read the new parameter bitcast back), and a function
 whose every return is a bitcast of one floating-point type returns that type (each
 call's result is bitcast back for its users) -- the same program, with the floats'
 type at the call boundary.  The bitcast round trips left in the callers keep their
-derivatives (``rules.CASTS``).  Only functions every use of which is a direct call are
+derivatives (``rules.CASTS``).  A small struct returned as ``{ i64, i8 }`` -- a union of
+a double beside a flag, what libc++'s ``std::optional<double>`` is -- gets the float
+type for each integer field that holds a float's bits at every ``ret`` (inserted as a
+bitcast float or loaded as one, by its TBAA tag or what the memory is seen to hold):
+``{ double, i8 }``; each call's uses of the field get the float, or its bits back.  Only functions every use of which is a direct call are
 changed (an address taken keeps the ABI's type).  An integer holding floats that is not
 of this form -- a float and an int packed into one ``i64`` -- stays a compile error where
 it crosses a call (``kinds._check_float_bits_crossing``).
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 
 from ..ir import types as T
-from ..ir.instructions import Call, Cast, Ret
+from ..ir.instructions import Call, Cast, ExtractValue, InsertValue, Load, Ret, Store
 
 __all__ = ["retype_float_abi"]
 
@@ -78,6 +82,223 @@ def _return_float(fn):
         if not (isinstance(v, Cast) and v.opcode == "bitcast" and v.operand(0).type == ft):
             return None
     return ft if rets else None
+
+
+def _struct_fields(fn, calls):
+    """{field: (float type, integer loads to read as floats)} for the integer fields of
+    ``fn``'s literal struct result that hold a float's bits at every ``ret``
+    (``_field_floats``); {} for none."""
+    ty = fn.return_type
+    if not ty.is_struct or type(ty) is not T.StructType or ty.packed \
+            or not any(_float_of(e) for e in ty.elements):
+        return {}
+    rets = [b.terminator for b in fn.blocks if isinstance(b.terminator, Ret)]
+    # (only the forms retyped exactly: each result read whole from memory by one load,
+    # or built by a chain of insertvalues; each call's result taken apart by
+    # extractvalues or stored whole -- elsewhere the bits would cross an integer
+    # aggregate, and the check for floats crossing a call as integers stays)
+    if not rets or not all(isinstance(v, Load) and len(v.uses) == 1 or _insert_chain(v)
+                           for v in (r.operand(0) for r in rets)) \
+            or not all(isinstance(u.user, ExtractValue) or isinstance(u.user, Store)
+                       and u.index == 0 for c in calls for u in c.uses):
+        return {}
+    offsets = fn.parent.datalayout.field_offsets(ty)
+    out = {}
+    for k, e in enumerate(ty.elements):
+        ft = _float_of(e)
+        if ft is None:
+            continue
+        loads = []
+        for r in rets:
+            got = _field_floats(fn.parent, r.operand(0), k, offsets[k], ft, calls)
+            if got is None:
+                break
+            loads.extend(got)
+        else:
+            out[k] = (ft, loads)
+    return out
+
+
+def _field_floats(module, v, k, offset, ft, calls):
+    """Whether field ``k`` (at byte ``offset``) of the struct value ``v`` holds a float
+    of type ``ft``, and the integer loads that read it: None where it does not;
+    otherwise the loads (maybe none).  A struct read whole from memory (a local at -O0)
+    holds one where the memory is seen to hold only such floats there, or the callers
+    turn the field into that float and nothing else (a union member read as the
+    double it holds, whatever else the callee may have put there: an empty optional's
+    byte).  A struct built field by field holds one where the field is chosen (phis,
+    selects) only between bitcasts of such floats, constants, and integer loads of
+    such floats (their TBAA tag, or the memory's other accesses, say so -- or, where
+    nothing else here accesses it, the callers' reading).  Memory "holds only such
+    floats" where the other kinds seen there are narrower members at its first byte."""
+    from ..analysis.types import tbaa_kind
+    from ..analysis.typetree import MemoryTypes
+    from ..ir.instructions import Phi, Select
+    from ..ir.values import ConstantInt, Poison, Undef
+
+    def seen(load, p, off):
+        n = ft.width // 8
+        types = MemoryTypes.of(module, [p])
+        got = types.kinds(p, off, n, exclude=load)
+        # (a union of the float and a narrower member at its start -- libc++'s empty
+        # optional writes one byte there -- holds the float: nothing else spans it)
+        return got == {ft.kind} or ft.kind in got \
+            and types.kinds(p, off + 1, n - 1, exclude=load) == {ft.kind} \
+            or not got and _callers_read_float(calls, k, ft)
+
+    if isinstance(v, Load):
+        return [] if seen(v, v.operand(0), offset) or _callers_read_float(calls, k, ft) \
+            else None
+    while isinstance(v, InsertValue) and v.indices != [k]:
+        v = v.operand(0)
+    if not isinstance(v, InsertValue):
+        return None
+    loads, work, done = [], [v.operand(1)], set()
+    while work:
+        x = work.pop()
+        if x in done:
+            continue
+        done.add(x)
+        if len(done) > 64:
+            return None
+        if isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == ft \
+                or isinstance(x, (ConstantInt, Undef, Poison)):
+            continue
+        if isinstance(x, Load) and not x.volatile and not x.ordering \
+                and (tbaa_kind(x) == ft.kind or seen(x, x.operand(0), 0)):
+            loads.append(x)
+        elif isinstance(x, Phi):
+            work.extend(y for y, _ in x.incoming)
+        elif isinstance(x, Select):
+            work.extend(x.operands[1:])
+        else:
+            return None
+    return loads
+
+
+def _callers_read_float(calls, k, ft) -> bool:
+    """Whether the calls' field ``k`` is bitcast to ``ft`` somewhere and to no other
+    type anywhere."""
+    found = False
+    for c in calls:
+        for u in c.uses:
+            x = u.user
+            if not (isinstance(x, ExtractValue) and x.indices == [k]):
+                continue
+            for w in x.uses:
+                y = w.user
+                if isinstance(y, Cast) and y.opcode == "bitcast":
+                    if y.type != ft:
+                        return False
+                    found = True
+    return found
+
+
+def _retype_struct(fn, calls, fields):
+    """Give ``fn``'s struct result the float types ``fields`` (index -> type)."""
+    for ft, loads in fields.values():
+        for ld in dict.fromkeys(loads):     # the float it holds, read as one (its bits
+            if ld.type != ft:               # for the rest)
+                bits = Cast("bitcast", ld, ld.type)
+                bits.insert_after(ld)
+                ld.replace_all_uses_with(bits)
+                bits.set_operand(0, ld)
+                ld.type = ft
+    fields = {k: ft for k, (ft, _) in fields.items()}
+    old = fn.function_type
+    new_ret = T.StructType([fields.get(k, e) for k, e in enumerate(old.ret.elements)])
+    fn.function_type = T.FunctionType(new_ret, list(old.params), old.varargs)
+    fn.prefix = _INT_ONLY.sub("", fn.prefix).strip()
+    for b in fn.blocks:
+        r = b.terminator
+        if not isinstance(r, Ret):
+            continue
+        v = r.operand(0)
+        if isinstance(v, Load):
+            v.type = new_ret        # (the same bytes, read with the floats' types)
+        else:
+            _retype_chain(v, new_ret, fields)
+    for c in calls:
+        c.function_type = fn.function_type
+        c.ret_attrs = _INT_ONLY.sub("", c.ret_attrs).strip()
+        users = list(c.uses)
+        c.type = new_ret
+        for u in users:
+            user = u.user
+            if isinstance(user, ExtractValue) and len(user.indices) == 1 \
+                    and user.indices[0] in fields:
+                ft = fields[user.indices[0]]
+                user.type = ft
+                bits = None
+                for w in list(user.uses):
+                    x = w.user
+                    if isinstance(x, Cast) and x.opcode == "bitcast" and x.type == ft:
+                        x.replace_all_uses_with(user)       # the float the caller wanted
+                        x.erase()
+                        continue
+                    if bits is None:
+                        bits = Cast("bitcast", user, old.ret.elements[user.indices[0]])
+                        bits.insert_after(user)
+                    x.set_operand(w.index, bits)
+            # (another field, whose type did not change; or the struct stored whole:
+            # the same bytes, now typed)
+
+
+def _insert_chain(v) -> bool:
+    """Whether the struct value ``v`` is a chain of insertvalues of its fields into a
+    constant (poison, undef, zeroinitializer, ``{ i32 1, i64 poison }``), each used only
+    by the next."""
+    from ..ir.values import ConstantAggregate, Poison, Undef, ZeroInit
+    while isinstance(v, InsertValue) and len(v.indices) == 1 and len(v.uses) == 1:
+        v = v.operand(0)
+    return isinstance(v, (Poison, Undef, ZeroInit, ConstantAggregate))
+
+
+def _constant_as(c, ty, fields):
+    """The struct constant ``c`` as the struct type ``ty``: the fields in ``fields``
+    hold the floats of the same bits."""
+    import struct
+    from ..ir.values import ConstantAggregate, ConstantFP, ConstantInt, Poison, Undef, ZeroInit
+    if isinstance(c, (Poison, Undef, ZeroInit)):
+        return type(c)(ty)
+    elements = []
+    for k, x in enumerate(c.operands):
+        ft = fields.get(k)
+        if ft is not None and isinstance(x, ConstantInt):
+            fmt = ("<q", "<d") if ft.kind == "double" else ("<i", "<f")
+            bits = x.value & ((1 << x.type.width) - 1)
+            if bits >= 1 << (x.type.width - 1):
+                bits -= 1 << x.type.width
+            x = ConstantFP(ft, struct.unpack(fmt[1], struct.pack(fmt[0], bits))[0])
+        elif ft is not None:
+            x = type(x)(ft)         # (poison, undef, zeroinitializer)
+        elements.append(x)
+    return ConstantAggregate(ty, elements)
+
+
+def _retype_chain(v, ty, fields):
+    """Retype the insertvalue chain ending in ``v`` to the struct type ``ty``: the
+    float fields get their integer bitcast to the float type (an integer load only
+    bitcast is read as a float later: ``typed_copies.retype_float_lanes``)."""
+    chain = []
+    while isinstance(v, InsertValue):
+        chain.append(v)
+        v = v.operand(0)
+    for iv in reversed(chain):
+        if not isinstance(iv.operand(0), InsertValue):
+            iv.set_operand(0, _constant_as(iv.operand(0), ty, fields))
+        iv.type = ty
+        k = iv.indices[0]
+        if k in fields:
+            x = iv.operand(1)
+            if isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == fields[k]:
+                iv.set_operand(1, x.operand(0))
+                if not x.uses:
+                    x.erase()
+            else:
+                bc = Cast("bitcast", x, fields[k])
+                bc.insert_before(iv)
+                iv.set_operand(1, bc)
 
 
 def _retype(fn, calls, params, ret):
@@ -160,4 +381,9 @@ def retype_float_abi(fns) -> list:
         if params or ret is not None:
             _retype(fn, calls, params, ret)
             changed.append(fn)
+        fields = _struct_fields(fn, calls)
+        if fields:
+            _retype_struct(fn, calls, fields)
+            if fn not in changed:
+                changed.append(fn)
     return changed
