@@ -253,3 +253,64 @@ def test_reference_activities(tmp_path, opt):
     v = parse_values(out.stdout)
     assert v["vec3"] == [5, 2, 3, 11]          # (y, x, 3); along (1, 0, 2): 5 + 6
     assert v["vector"] == [3, 16]              # 2 w v
+
+
+# Round AY, a QuantLib-style swap pricer: a term structure with a virtual discountImpl
+# behind a non-virtual discount(), a curve object holding a std::vector, legs returned
+# by value, priced through a template: at -O1 and above the activity analysis followed
+# the curve kept in one local, passed to the virtual call whose targets keep it in
+# theirs, round and round -- "internal error: RecursionError".  Each local met that
+# way is now followed one level down.
+TERM_STRUCTURE = r"""
+#include <enzyme/enzyme>
+#include <cstdio>
+#include <vector>
+class YieldTermStructure {
+ public:
+  double discount(double t) const { return discountImpl(t); }
+ protected:
+  virtual double discountImpl(double t) const = 0;
+};
+class ZeroCurve : public YieldTermStructure {
+  std::vector<double> times_;
+  const double *zeros_;
+ public:
+  ZeroCurve(std::vector<double> times, const double *zeros)
+      : times_(std::move(times)), zeros_(zeros) {}
+ protected:
+  double discountImpl(double t) const override { return zeros_[0] * t * t; }
+};
+struct Leg { std::vector<double> payTimes, accruals, startTimes; };
+static Leg makeLeg() {
+  Leg l;
+  for (int i = 1; i <= 7; ++i) l.payTimes.push_back(i);
+  return l;
+}
+template <class Curve>
+double legNPV(const Leg &leg, const Curve &disc, const Curve &) {
+  double npv = 0.0;
+  for (std::size_t i = 0; i < leg.payTimes.size(); ++i) npv += disc.discount(leg.payTimes[i]);
+  return npv;
+}
+double swapNPV(const double *zeros, double) {
+  ZeroCurve ois({0.25, 0.5, 1, 2, 3, 5, 7, 10}, zeros);
+  Leg fixed = makeLeg();
+  const YieldTermStructure &d = ois;
+  return -legNPV(fixed, d, d);
+}
+int main() {
+  double z[2] = {0.03, 0.031}, dz[2] = {0, 0};
+  enzyme::autodiff<enzyme::Reverse>(swapNPV, enzyme::Duplicated<const double *>(z, dz),
+                                    enzyme::Const<double>(0.0015));
+  std::printf("%g %g\n", dz[0], dz[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_virtual_term_structure_kept_in_locals(tmp_path, opt):
+    r, exe = _build(tmp_path, TERM_STRUCTURE, opt)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert [float(v) for v in out.stdout.split()] == [-140.0, 0.0], out.stdout

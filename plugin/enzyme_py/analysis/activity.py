@@ -505,7 +505,7 @@ class Activity:
         for x in walk:
             for u in x.uses:
                 user = u.user
-                if _marker(user):
+                if getattr(user, "is_debug_use", False) or _marker(user):
                     continue
                 if user.parent not in doomed:
                     return False
@@ -1558,7 +1558,9 @@ def _kept_in_local(store, dl, depth):
     w, o = base_offset(store.operand(1), dl)
     if not isinstance(w, Alloca) or o is None or depth <= 0:
         return None
-    st = _slot_of(w, dl, depth=depth)
+    # (one level down: the local's own calls may lead back here -- a curve object kept
+    # in a local, passed to a virtual call whose targets keep it in theirs)
+    st = _slot_of(w, dl, depth=depth - 1)
     from ..ir.values import ConstantNull, Poison, Undef
     if st is None or st.held_in or st.copies or any(
             po == o and not (v is store.operand(0) or isinstance(v, (ConstantNull, Undef,
