@@ -839,3 +839,37 @@ def test_optional_double_returned_by_value(tmp_path, opt):
     assert out.returncode == 0, out.stderr
     got = [float(v) for v in out.stdout.split()]
     assert got == pytest.approx([3 * 2 * 2.0 + 5.0, 0.0, 3 * 2 * 2.0 + 5.0], rel=1e-14)
+
+
+# Round BB: a std::vector<double> built from a range of an enzyme_const array.  With
+# libc++ at -O0 the range goes through `__unwrap_range`, which returns the pair of
+# pointers as `{ ptr, ptr }` built from a local: the struct was taken to have no shadow
+# and a pointer taken out of it to have one -- "returns a struct holding a pointer that
+# may carry derivatives ... beside floating-point values" for a struct of two pointers.
+# A struct of pointers has its shadow as a whole; the pointers taken out of it agree.
+VECTOR_FROM_CONSTANT_RANGE = r"""
+#include <cstdio>
+#include <vector>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...); }
+double f(const double *w, const double *in) {
+  std::vector<double> x(in, in + 2);
+  std::vector<double> y(w, w + 2);
+  return y[0] * x[0] + y[1] * x[1] * y[1];
+}
+int main() {
+  double w[2] = {2.0, 5.0}, dw[2] = {0, 0}, in[2] = {3.0, 4.0};
+  __enzyme_autodiff((void *)f, enzyme_dup, w, dw, enzyme_const, in);
+  std::printf("%.17g %.17g\n", dw[0], dw[1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_vector_from_a_constant_range(tmp_path, opt):
+    src = tmp_path / "r.cpp"
+    src.write_text(VECTOR_FROM_CONSTANT_RANGE)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "r")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
+    assert [float(v) for v in out.stdout.split()] == [3.0, 40.0], out.stdout

@@ -384,9 +384,11 @@ class Activity:
                         and self._returns_shadow(callee, i.args):
                     return "shadow"
                 return None
-            if isinstance(i, ExtractValue) and isinstance(ops[0], Call):
-                # a pointer returned inside a struct: the generators have no shadow for
-                # it and refuse, where the callee may return a shadowed one
+            if isinstance(i, ExtractValue) and isinstance(ops[0], Call) \
+                    and not pointer_aggregate(ops[0].type):
+                # a pointer returned inside a struct beside floats: the generators have
+                # no shadow for it and refuse, where the callee may return a shadowed
+                # one (a struct of pointers has its shadow as a whole: see above)
                 callee = ops[0].called_function
                 name = ops[0].callee_name or ""
                 if callee is not None and not callee.is_declaration \
