@@ -575,6 +575,8 @@ class AugmentedForward:
             sync_text_objects(self.e, inst, A, lambda a: [gen._sh_aug(a, inst)]
                               if a in act.shadowed else [])
             return
+        if ekind == "inactive":
+            return      # (a C++ stream's member defined here, as in forward mode)
         callee = inst.called_function
         pairs = None
         if callee is None and is_indirect(inst):

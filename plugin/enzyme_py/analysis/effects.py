@@ -489,9 +489,8 @@ def call_effect(name: str):
         return _CXX_TEXT
     if name.startswith(_CXX_STREAM_PREFIXES):
         return _CXX_STREAM
-    if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_OUTPUT_STREAM.match(name) \
-            and "E3str" not in name:
-        return _CXX_STREAM
+    if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_OUTPUT_STREAM.match(name):
+        return _CXX_STREAM_TEXT if "E3str" in name else _CXX_STREAM
     if name.startswith(("_ZNSt", "_ZNKSt")) and _CXX_EXCEPTION.match(name):
         return _CXX_EXCEPTION_EFFECT
     return None
@@ -520,8 +519,11 @@ def text_only(call) -> bool:
 
 def returns_text(name: str) -> bool:
     """Whether ``name`` is a std::string member whose pointer result points at characters
-    (``_M_create``'s fresh buffer, ``data()``): no derivative lives behind it."""
-    return name.startswith(_CXX_TEXT_PREFIXES)
+    (``_M_create``'s fresh buffer, ``data()``): no derivative lives behind it -- or a
+    string stream's ``str()``, which returns a std::string (``effects._CXX_STREAM_TEXT``).
+    The generators copy the string objects such a call was given into their shadows
+    (``emit.sync_text_objects``)."""
+    return name.startswith(_CXX_TEXT_PREFIXES) or call_effect(name) is _CXX_STREAM_TEXT
 
 
 # formatted output to C++ streams (libstdc++, libc++): ``std::cout << x`` reads x and
@@ -541,13 +543,17 @@ _CXX_STREAM_PREFIXES = (
     "_ZNSt3__18ios_base5clearEj", "_ZNKSt3__15ctypeIcE")
 _CXX_STREAM = CallEffect("inactive", "formatted output to a C++ stream (std::cout << x): "
                                      "reads its arguments, writes only the stream")
+_CXX_STREAM_TEXT = CallEffect("inactive", "a string stream's str(): the characters written, "
+                                          "as a std::string (or set from one)")
 # the members of the output stream classes, narrow and wide, libstdc++ and libc++:
 # std::wcout << x, a std::ofstream written and closed, a std::ostringstream and its
 # str() -- their constructors, destructors, buffers and locales touch only the streams.
 # (Not the input operators: `ss >> y` writes y -- a bidirectional stream's constructor
-# and destructor are here, its `>>` is not.  Not str(), which writes the std::string it
-# returns: the shadow of that string would keep pointing at its own inline buffer while
-# the string's characters move to the heap, and its destructor would free the shadow's.)
+# and destructor are here, its `>>` is not.  str() writes the std::string it returns, or
+# sets the stream's text from one: characters only; where that string has a shadow, the
+# generators copy the string object into it after the call -- text is its own shadow --
+# so that the shadow does not keep pointing at its own inline buffer while the
+# characters move to the heap, for its destructor to free.)
 _CXX_OUTPUT_STREAM = re.compile(
     r"_ZNK?St(?:7__cxx11|3__1)?\d+(?:basic_ostream|basic_ofstream|basic_ostringstream|"
     r"basic_stringstream|basic_fstream|basic_iostream|basic_filebuf|basic_stringbuf|"
