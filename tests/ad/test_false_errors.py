@@ -1870,6 +1870,36 @@ int main(void) {
 def test_union_beside_a_flag_returned_by_value(tmp_path, opt):
     run(tmp_path, OPTIONAL_BY_VALUE, opt)
 
+# Round BD: ghost rows of a file-scope grid copied by memcpy (`memcpy(U[3], U[2], sizeof
+# row)`): the rows' addresses are constant expressions (`@U + 96`), which the object
+# analysis did not follow to the global -- "memcpy into memory that carries derivatives,
+# but type analysis cannot tell what the memory holds" (Enzyme 15 fails an assertion).
+GLOBAL_ROWS = r"""
+typedef double Row[4];
+static Row U[4];
+double run(const double *r0) {
+    for (int i = 1; i < 3; i++) { U[i][0] = r0[i]; U[i][1] = 2 * r0[i]; U[i][2] = 0; U[i][3] = 1; }
+    memcpy(U[0], U[1], sizeof(Row));
+    memcpy(U[3], U[2], sizeof(Row));
+    double J = 0;
+    for (int i = 0; i < 4; i++) J += U[i][0] * U[i][1];
+    return J;
+}
+int main(void) {
+    double r[4] = { 1, 2, 3, 4 }, d[4] = { 0 }, t[4] = { 0, 1, 1, 0 };
+    __enzyme_autodiff((void *)run, enzyme_dup, r, d);
+    check("rev d1", d[1], 16);
+    check("rev d2", d[2], 24);
+    check("fwd", __enzyme_fwddiff_d((void *)run, enzyme_dup, r, t), 40);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_rows_of_a_global_grid_copied(tmp_path, opt):
+    run(tmp_path, GLOBAL_ROWS, opt)
+
 # Round AH: a quadrature driver keeping the caller's `void *params` (the address of a
 # local struct with an active field) in a file-scope pointer read by a thunk.  Shadow
 # globals hold enzyme_dup pointers and blocks the code allocates, not the derivative's

@@ -34,7 +34,7 @@ from ..ir import metadata as md
 from ..ir.attributes import Attributes
 from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Ret, Select, Store)
-from ..ir.values import Argument, ConstantNull, Poison, Undef
+from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
 __all__ = ["string_characters", "constant_text", "memory_kinds", "byte_kinds", "pointee_kinds",
@@ -151,8 +151,9 @@ def _roots(p, limit=32):
         if v in seen:
             continue
         seen.add(v)
-        if isinstance(v, (GEP, Cast)):
-            work.append(v.operand(0))
+        if isinstance(v, (GEP, Cast)) or isinstance(v, ConstantExpr) and v.opcode in (
+                "getelementptr", "bitcast", "addrspacecast"):
+            work.append(v.operand(0))   # (a row of a global array: `@U + 96`, constant)
         elif isinstance(v, Phi):
             work.extend(x for x, _ in v.incoming)
         elif isinstance(v, Select):
