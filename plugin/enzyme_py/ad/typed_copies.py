@@ -493,21 +493,36 @@ def retype_float_merges(fn) -> int:
     from ..ir.instructions import Phi, Select
     n = 0
     for c in list(fn.instructions()):
-        if c.parent is None or not (isinstance(c, Cast) and c.opcode == "bitcast"
-                                    and c.type.is_float and c.type.kind in ("double", "float")):
+        if c.parent is None:
             continue
-        m = c.operand(0)
-        if isinstance(m, (Phi, Select)) and m.parent is not None and m.type.is_int:
-            web = _float_merge_web(m, c.type)
+        if isinstance(c, Cast) and c.opcode == "bitcast" and c.type.is_float \
+                and c.type.kind in ("double", "float"):
+            m, fty = c.operand(0), c.type
+        elif isinstance(c, Store) and not c.volatile and not c.ordering:
+            # (the merge stored as the integer it is: a union's double chosen on one
+            # path and its char on the other, kept in an array and read back as a
+            # double elsewhere)
+            m, fty = c.operand(0), _FLOAT_OF_WIDTH.get(getattr(c.operand(0).type, "width", 0))
+        else:
+            continue
+        if isinstance(m, (Phi, Select)) and m.parent is not None and m.type.is_int \
+                and fty is not None:
+            web = _float_merge_web(m, fty)
             if web is not None:
-                _retype_merges(web, c.type)
+                _retype_merges(web, fty)
                 n += 1
     return n
 
 
+_FLOAT_OF_WIDTH = {64: T.double, 32: T.float}
+
+
 def _float_merge_web(start, fty, limit=64):
     """The phis and selects ``start`` is merged with that only move ``fty``'s bits,
-    or None."""
+    or None: each merges bitcasts of ``fty`` values, constants, integer loads whose
+    TBAA tag says they read an ``fty`` (a double loaded as an ``i64`` because it is
+    only moved), or another such merge -- at least one of them not a constant."""
+    from ..analysis.types import tbaa_kind
     from ..ir.instructions import Phi, Select
     web, work, leaves = [], [start], 0
     while work:
@@ -521,6 +536,9 @@ def _float_merge_web(start, fty, limit=64):
             if isinstance(x, (Phi, Select)) and x.type == v.type:
                 work.append(x)
             elif isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == fty:
+                leaves += 1
+            elif isinstance(x, Load) and not x.volatile and not x.ordering \
+                    and tbaa_kind(x) == fty.kind:
                 leaves += 1
             elif not isinstance(x, (ConstantInt, Undef, Poison)):
                 return None
@@ -537,11 +555,20 @@ def _float_merge_web(start, fty, limit=64):
 
 
 def _float_of_bits(x, fty, before):
-    """The ``fty`` value whose bits the integer ``x`` (a bitcast of one, a constant) is,
-    made before the instruction ``before`` where it takes an instruction."""
+    """The ``fty`` value whose bits the integer ``x`` (a bitcast of one, a load tagged as
+    reading one, a constant) is, made before the instruction ``before`` where it takes
+    an instruction."""
     from ..ir.values import ConstantFP
     if isinstance(x, Cast):
         return x.operand(0)
+    if isinstance(x, Load):
+        if x.type != fty:           # (read as the float; its bits for its other uses)
+            bits = Cast("bitcast", x, x.type)
+            bits.insert_after(x)
+            x.replace_all_uses_with(bits)
+            bits.set_operand(0, x)
+            x.type = fty
+        return x
     if isinstance(x, (Undef, Poison)):
         return type(x)(fty)
     bits = x.value & ((1 << x.type.width) - 1)

@@ -858,8 +858,10 @@ def _own_uses(start, dl, depth=4):
 
 
 def _marker(user) -> bool:
-    return isinstance(user, Call) and (user.callee_name or "").startswith(
-        ("llvm.lifetime.", "llvm.dbg."))
+    """A use that says nothing about what the code does with the value: a lifetime
+    marker, or debug information (``-g`` must not change a verdict)."""
+    return getattr(user, "is_debug_use", False) or isinstance(user, Call) and (
+        user.callee_name or "").startswith(("llvm.lifetime.", "llvm.dbg."))
 
 
 def _int_bits(ty) -> bool:
