@@ -17,8 +17,9 @@ derivatives (``rules.CASTS``).  A small struct returned as ``{ i64, i8 }`` -- a 
 a double beside a flag, what libc++'s ``std::optional<double>`` is -- gets the float
 type for each integer field that holds a float's bits at every ``ret`` (inserted as a
 bitcast float or loaded as one, by its TBAA tag or what the memory is seen to hold):
-``{ double, i8 }``; each call's uses of the field get the float, or its bits back.  Only functions every use of which is a direct call are
-changed (an address taken keeps the ABI's type).  An integer holding floats that is not
+``{ double, i8 }``; each call's uses of the field get the float, or its bits back.
+Only functions every use of which is a direct call are changed (an address taken
+keeps the ABI's type).  An integer holding floats that is not
 of this form -- a float and an int packed into one ``i64`` -- stays a compile error where
 it crosses a call (``kinds._check_float_bits_crossing``).
 """
