@@ -873,3 +873,55 @@ def test_vector_from_a_constant_range(tmp_path, opt):
     assert r.returncode == 0, r.stderr
     out = subprocess.run([str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
     assert [float(v) for v in out.stdout.split()] == [3.0, 40.0], out.stdout
+
+
+# Round BC: std::variant<double, int> returned by value through two helpers (the second
+# taking it by value) and kept in an array: at -O0 the variant travels as `{ i64, i8 }`
+# loaded from the helpers' locals -- where the variant's constructor wrote a double or
+# an int -- and the derivative was dropped, silently (0 for 0.5; Enzyme 15 right at
+# -O2).  A call returning an integer loaded from memory that may hold a float's bits
+# now counts as returning a float's bits: at -O0 a compile error naming the call, at
+# -O2 (where the value is a double again) right.
+VARIANT = r"""
+#include <cmath>
+#include <cstdio>
+#include <variant>
+extern "C" { int enzyme_dup, enzyme_const; double __enzyme_autodiff(void *, ...); }
+using Result = std::variant<double, int>;
+static Result checked_sqrt(double x) {
+  if (x < 0) return 1;
+  return std::sqrt(x);
+}
+static Result scale(Result r, double s) {
+  if (auto *v = std::get_if<double>(&r)) return *v * s;
+  return r;
+}
+double f(const double *x, int n) {
+  Result store[4];
+  for (int i = 0; i < n; ++i) store[i] = scale(checked_sqrt(x[i]), 2.0);
+  double s = 0;
+  for (int i = 0; i < n; ++i) if (auto *v = std::get_if<double>(&store[i])) s += *v;
+  return s;
+}
+int main() {
+  double x[3] = {4.0, -1.0, 1.0}, dx[3] = {0};
+  __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+  std::printf("%.17g %.17g %.17g\n", dx[0], dx[1], dx[2]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_variant_returned_through_helpers_and_stored(tmp_path, opt):
+    src = tmp_path / "v.cpp"
+    src.write_text(VARIANT)
+    r = enzyme_cc(["-std=c++17", opt, str(src), "-o", str(tmp_path / "v")], tmp_path,
+                  cxx=True)
+    if opt == "-O0":
+        assert r.returncode != 0 and "as an integer" in r.stderr, r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "v")], capture_output=True, text=True, timeout=60)
+    assert [float(v) for v in out.stdout.split()] == pytest.approx([0.5, 0.0, 1.0],
+                                                                  rel=1e-14), out.stdout

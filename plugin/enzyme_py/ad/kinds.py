@@ -425,10 +425,23 @@ def _float_bits_returned(v, act) -> bool:
 
 def _returns_float_bits(callee) -> bool:
     """Whether an integer ``callee`` returns (alone or in a struct) is made from a
-    float's bits (``bitcast double to i64``: a tagged value built from a double), not
-    from pointers or integers (libc++'s list iterator returned as an ``i64``)."""
+    float's bits (``bitcast double to i64``: a tagged value built from a double; or
+    loaded from memory where a float is seen among what it holds: a
+    ``std::variant<double, int>`` returned from its local at -O0), not from pointers
+    or integers (libc++'s list iterator returned as an ``i64``)."""
     from ..analysis.activity import floatish
+    from ..analysis.typetree import MemoryTypes
+
+    def loaded_float(x):
+        if not (isinstance(x, I.Load) and (x.type.is_int or x.type.is_struct)):
+            return False
+        size = callee.parent.datalayout.store_size(x.type)
+        got = MemoryTypes.of(callee.parent, [x.operand(0)]).kinds(x.operand(0), 0, size,
+                                                                  exclude=x)
+        return bool(got & {"double", "float"})
+
     return any(isinstance(x, I.Cast) and x.opcode == "bitcast" and floatish(x.operand(0).type)
+               or loaded_float(x)
                for b in callee.blocks
                if isinstance(b.terminator, I.Ret) and b.terminator.value is not None
                for x in _int_sources(b.terminator.value, casts=True))
