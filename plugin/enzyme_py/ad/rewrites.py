@@ -4,7 +4,8 @@ Each private copy about to be differentiated (``ad.transform_module`` makes them
 through the list below.  Every rewrite is exact -- the same values, the same bytes read
 and written at the same points -- and changes nothing where its pattern is absent;
 together they give the generators code in the forms they differentiate: calls that do
-not unwind, the C library's complex functions as real arithmetic and its searches as
+not unwind, calls on paths that return no more as the program's own (no derivative),
+the C library's complex functions as real arithmetic and its searches as
 loops, SIMD memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and
 pointers moved as integers (also merged by phis and selects, and stored into integer
 slots) back in their own types.  (Two more run on a whole set of copies, beside this
