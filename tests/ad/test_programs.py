@@ -42,12 +42,16 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_while_loop_cache_gradient(tmp_path, opt):
-    out = build_and_run(tmp_path, WHILE_CACHE, opt)
+def _matches_differences(out, rel=1e-6, floor=1.0):
+    """The program ran and each printed derivative agrees with its central difference."""
     assert out.returncode == 0, out.stderr
     for name, (got, want) in parse_values(out.stdout).items():
-        assert abs(got - want) <= 1e-6 * max(abs(want), 1), name
+        assert abs(got - want) <= rel * max(abs(want), floor), (name, got, want)
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_while_loop_cache_gradient(tmp_path, opt):
+    _matches_differences(build_and_run(tmp_path, WHILE_CACHE, opt))
 
 
 def test_no_leaks_while_loop_cache(tmp_path, valgrind):
@@ -166,7 +170,4 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_state_copied_by_value_around_a_direction_loop(tmp_path, opt):
-    out = build_and_run(tmp_path, FLUX_SWEEP, opt)
-    assert out.returncode == 0, out.stderr
-    for name, (got, want) in parse_values(out.stdout).items():
-        assert abs(got - want) <= 1e-6 * abs(want) + 1e-9, (name, got, want)
+    _matches_differences(build_and_run(tmp_path, FLUX_SWEEP, opt), floor=1e-3)

@@ -60,16 +60,20 @@ def _param_float(arg):
     bitcasts it to the floating-point type of its width and no use bitcasts it to
     another type (the other uses read its bits as an integer: a union's ``u >> 52``)."""
     ft = _float_of(arg.type)
-    if ft is None:
-        return None
+    return ft if ft is not None and _bitcast_only_to([arg], ft) else None
+
+
+def _bitcast_only_to(values, ft) -> bool:
+    """Whether some use of ``values`` bitcasts one to ``ft``, and none to another type."""
     found = False
-    for u in arg.uses:
-        c = u.user
-        if isinstance(c, Cast) and c.opcode == "bitcast":
-            if c.type != ft:
-                return None
-            found = True
-    return ft if found else None
+    for v in values:
+        for u in v.uses:
+            c = u.user
+            if isinstance(c, Cast) and c.opcode == "bitcast":
+                if c.type != ft:
+                    return False
+                found = True
+    return found
 
 
 def _return_float(fn):
@@ -180,19 +184,9 @@ def _field_floats(module, v, k, offset, ft, calls):
 def _callers_read_float(calls, k, ft) -> bool:
     """Whether the calls' field ``k`` is bitcast to ``ft`` somewhere and to no other
     type anywhere."""
-    found = False
-    for c in calls:
-        for u in c.uses:
-            x = u.user
-            if not (isinstance(x, ExtractValue) and x.indices == [k]):
-                continue
-            for w in x.uses:
-                y = w.user
-                if isinstance(y, Cast) and y.opcode == "bitcast":
-                    if y.type != ft:
-                        return False
-                    found = True
-    return found
+    return _bitcast_only_to([u.user for c in calls for u in c.uses
+                             if isinstance(u.user, ExtractValue) and u.user.indices == [k]],
+                            ft)
 
 
 def _retype_struct(fn, calls, fields):
