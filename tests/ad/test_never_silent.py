@@ -583,6 +583,46 @@ def test_union_bytes_merged_as_an_integer_and_stored(tmp_path, opt):
     run(tmp_path, UNION_MERGED, opt)
 
 
+# Round BC: `{int idx; float w}` pairs built from a search result and kept in an array:
+# the float's bits are packed with the index (`shl 32 | idx`) into an i64 stored there.
+# -O0..-O2 refuse it; at -O3 loop unswitching adds a store of the constant pair {-1,
+# 0.0f} as `<2 x i64>` integers, whose "int" hid the float at those bytes, and the
+# derivative was 0, silently.  Integer constants stored there no longer count against
+# a float.
+PACKED_PAIRS = r"""
+typedef struct { double t; int id; } hit;
+typedef struct { int idx; float w; } samp;
+static hit nearest(const float *c, int nc) {
+    hit best = { 1e30, -1 };
+    for (int k = 0; k < nc; k++) if (c[k] > 0 && c[k] < best.t) { best.t = c[k]; best.id = k; }
+    return best;
+}
+static samp pick_weight(hit h) {
+    samp s; s.idx = h.id; s.w = h.id < 0 ? 0.0f : expf(-(float)h.t);
+    return s;
+}
+double f(const float *c, int nc, int nr) {
+    samp acc[8];
+    for (int i = 0; i < nr; i++) acc[i] = pick_weight(nearest(c + i, nc));
+    double L = 0;
+    for (int i = 0; i < nr; i++) if (acc[i].idx >= 0) L += acc[i].w;
+    return L;
+}
+int main(void) {
+    float c[4] = { 0.5f, 1.0f, 2.0f, 3.0f }, dc[4] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, c, dc, enzyme_const, 2, enzyme_const, 2);
+    printf("%g %g\n", dc[0], dc[1]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
+def test_float_packed_with_an_int_into_an_array(tmp_path, opt):
+    err = build_error(tmp_path, PACKED_PAIRS, opt)
+    assert "moved through integer operations" in err or "as an integer" in err, err
+
+
 # ------------------------------------------------------ floats moved as integer bits
 # Two floats read as one 64-bit integer and the second taken out with a shift -- and
 # LLVM's own -O3 vector code, which extracts lanes of a <8 x float> load through i256

@@ -322,7 +322,28 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
                             and floatish(x.operand(0).type)
                             for x in _int_sources(v, casts=True)):
         return False    # (bytes of a float only where a float's bits are cut up here)
-    return _holds_a_float(module, inst.operand(1), size, inst)
+    # (integer constants stored there say nothing against a float: they may be a
+    # float's bits -- -O3's unswitched loop stores `<2 x i64> splat(0xffffffff)`, an
+    # `{int idx; float w}` pair of -1 and 0.0f, into the array the packed pairs go to)
+    return _holds_a_float(module, inst.operand(1), size, (inst,) + _constant_stores(module))
+
+
+def _constant_stores(module) -> tuple:
+    """The stores of integer constants (scalars or vectors) in the program's functions
+    (``module.typetree_scope`` while the AD pass runs)."""
+    from ..ir.values import ConstantAggregate, ConstantInt, ZeroInit
+    scope = module.__dict__.get("typetree_scope") or [
+        f for f in module.functions if f.is_materialized and not f.is_declaration]
+    got = module.__dict__.get("_constant_stores")
+    if got is not None and got[0] is scope:
+        return got[1]
+    out = tuple(i for f in scope for i in f.instructions()
+                if isinstance(i, I.Store) and isinstance(i.operand(0), (
+                    ConstantInt, ConstantAggregate, ZeroInit))
+                and (i.operand(0).type.is_int or i.operand(0).type.is_vector
+                     and i.operand(0).type.element.is_int))
+    module.__dict__["_constant_stores"] = (scope, out)
+    return out
 
 
 def _float_bits(value, act, moved_only=False, limit=32, unknown=False) -> bool:
