@@ -222,19 +222,8 @@ def _retype_struct(fn, calls, fields):
             user = u.user
             if isinstance(user, ExtractValue) and len(user.indices) == 1 \
                     and user.indices[0] in fields:
-                ft = fields[user.indices[0]]
-                user.type = ft
-                bits = None
-                for w in list(user.uses):
-                    x = w.user
-                    if isinstance(x, Cast) and x.opcode == "bitcast" and x.type == ft:
-                        x.replace_all_uses_with(user)       # the float the caller wanted
-                        x.erase()
-                        continue
-                    if bits is None:
-                        bits = Cast("bitcast", user, old.ret.elements[user.indices[0]])
-                        bits.insert_after(user)
-                    x.set_operand(w.index, bits)
+                user.type = fields[user.indices[0]]
+                _now_float(user, list(user.uses), old.ret.elements[user.indices[0]])
             # (another field, whose type did not change; or the struct stored whole:
             # the same bytes, now typed)
 
@@ -296,6 +285,22 @@ def _retype_chain(v, ty, fields):
                 iv.set_operand(1, bc)
 
 
+def _now_float(v, uses, int_ty) -> None:
+    """``v`` was an integer of type ``int_ty`` and is now the float of its bits: its
+    ``uses`` that bitcast it to that float take ``v`` itself, the others its bits back."""
+    bits = None
+    for u in uses:
+        x = u.user
+        if isinstance(x, Cast) and x.opcode == "bitcast" and x.type == v.type:
+            x.replace_all_uses_with(v)      # the float the caller wanted
+            x.erase()
+            continue
+        if bits is None:
+            bits = Cast("bitcast", v, int_ty)
+            bits.insert_after(v)
+        x.set_operand(u.index, bits)
+
+
 def _retype(fn, calls, params, ret):
     """Give ``fn`` the float types ``params`` (index -> type) and ``ret`` (or None)."""
     old = fn.function_type
@@ -345,17 +350,7 @@ def _retype(fn, calls, params, ret):
             c.ret_attrs = _INT_ONLY.sub("", c.ret_attrs).strip()
             users = list(c.uses)
             c.type = ret
-            back = None
-            for u in users:
-                user = u.user
-                if isinstance(user, Cast) and user.opcode == "bitcast" and user.type == ret:
-                    user.replace_all_uses_with(c)      # the float the caller wanted
-                    user.erase()
-                    continue
-                if back is None:
-                    back = Cast("bitcast", c, old.ret)
-                    back.insert_after(c)
-                user.set_operand(u.index, back)
+            _now_float(c, users, old.ret)
 
 
 def retype_float_abi(fns) -> list:
