@@ -352,7 +352,7 @@ class AugmentedForward:
                          and self.act.write_only_argument(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
         else:
-            check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst))
+            check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
 
     def _shadow_block(self, size, align=None):
         """A zeroed shadow block of ``size`` bytes (at the emitter), aligned as the primal

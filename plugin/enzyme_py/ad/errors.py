@@ -91,11 +91,14 @@ def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
                        "differentiated function instead")
 
 
-def check_pointer_escape(v, p, act, rctx, location) -> None:
+def check_pointer_escape(v, p, act, rctx, location, store=None) -> None:
     """A pointer with a shadow (``v``) stored into a writable global without a shadow
     global (``p`` points into it) that the differentiated code reads pointers from: a
     function reading it back would read memory whose derivatives go nowhere
-    (analysis/globals.py says when such a global gets a shadow)."""
+    (analysis/globals.py says when such a global gets a shadow).  The same for memory
+    the caller set up -- an ``enzyme_const`` context, a struct a global points to --
+    read back through an argument or a global (``argument_read_back``; ``store``: the
+    store, whose field tells reads of other structs apart)."""
     if not v.type.is_pointer or v not in act.shadowed:
         return
     from ..analysis.globals import kept_in_globals, pointer_read_back
@@ -125,11 +128,13 @@ def check_pointer_escape(v, p, act, rctx, location) -> None:
                            "into that global")
     from ..analysis.globals import argument_read_back
     memo.setdefault("same_object", getattr(rctx, "same_object", set()))
-    if argument_read_back(p, functions, memo):
+    memo.setdefault("shadow_globals", set(getattr(rctx, "shadow_globals", {})))
+    if argument_read_back(p, functions, memo, store):
         raise ADError("a pointer that carries derivatives is stored into memory without a "
-                      "shadow that a caller passed (an enzyme_const argument: a context "
-                      "struct), and the differentiated code reads pointers back from "
-                      "there: the derivatives read or written through them would be lost",
+                      "shadow that the caller set up (an enzyme_const argument: a context "
+                      "struct; or memory a global points to), and the differentiated code "
+                      "reads pointers back from there: the derivatives read or written "
+                      "through them would be lost",
                       location=location,
                       hint="pass that memory with enzyme_dup and a shadow of it (the "
                            "shadow's pointer fields get the shadows' pointers), or pass the "

@@ -459,7 +459,7 @@ class ForwardGen:
                 return      # an enzyme_const output nothing here reads back
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
         else:
-            check_pointer_escape(v, p, act, self.ctx.rctx, self.ctx.err_loc(inst))
+            check_pointer_escape(v, p, act, self.ctx.rctx, self.ctx.err_loc(inst), inst)
 
     def _atomic(self, inst, A):
         """``old = atomicrmw op p, v`` (op fadd, fsub or xchg: linear): the same operation

@@ -222,7 +222,7 @@ def pointer_read_back(g, functions, memo: dict) -> bool:
     return g in reads
 
 
-def argument_read_back(p, functions, memo: dict) -> bool:
+def argument_read_back(p, functions, memo: dict, store=None) -> bool:
     """Whether ``functions`` load a pointer -- through which they may access floats --
     back from the place ``p`` points to when that is in a caller's memory: an
     ``enzyme_const`` context struct (``c->theta``), or memory a pointer in it points to
@@ -230,21 +230,36 @@ def argument_read_back(p, functions, memo: dict) -> bool:
     through the parameters of the callees it is passed to -- by the same offsets (or
     offsets not known).  A pointer with a shadow stored there and read back would lose
     its shadow on the way.  ``memo["same_object"]``: pairs of parameters a call site
-    binds to the same object (the context passed twice), which count as one."""
+    binds to the same object (the context passed twice), which count as one.
+
+    A pointer the code loads from a writable global (``g_params->theta``, where
+    ``g_params`` may point at the context, or at any memory the caller set up) may point
+    at the same place too, on either side: such a pair counts where it takes the same
+    offsets and names the same field as the ``store`` (its TBAA struct path, or the
+    struct its ``getelementptr`` indexes) -- or where either does not say -- unless the
+    global has a shadow (``memo["shadow_globals"]``): what it holds has shadows too."""
     aliases = memo.get("argument_paths")
     if aliases is None:
         aliases = memo["argument_paths"] = _parameter_paths(functions)
-    mine = _paths(p, aliases)
+    shadowed = memo.get("shadow_globals", ())
+
+    def paths(x):       # (a global with a shadow holds pointers with shadows)
+        return [t for t in _paths(x, aliases) if t[0] not in shadowed]
+    mine = paths(p)
     if not mine:
         return False
     same = memo.get("same_object", ())
     for fn in functions:
         for i in fn.instructions():
-            if isinstance(i, Load) and i.type.is_pointer \
-                    and any(_same_place(a, b, same) for a in mine
-                            for b in _paths(i.operand(0), aliases)) \
-                    and may_access_floats(i):
-                return True
+            if not (isinstance(i, Load) and i.type.is_pointer):
+                continue
+            for a, b in ((a, b) for a in mine for b in paths(i.operand(0))):
+                if not _same_place(a, b, same):
+                    continue
+                held = isinstance(a[0], GlobalVariable) or isinstance(b[0], GlobalVariable)
+                if (not held or store is not None and _same_field(store, i)) \
+                        and may_access_floats(i):
+                    return True
     return False
 
 
@@ -253,7 +268,9 @@ def _paths(p, aliases, depth=4) -> list:
     offsets)``: ``p`` is the argument's pointer plus ``offsets[0]`` -- or, with more
     offsets, the pointer loaded from there plus the next one, and so on (None: an
     offset not known).  A parameter stands for the paths of what its callers pass
-    (``aliases``)."""
+    (``aliases``).  A pointer loaded from a writable global stands for whatever the
+    caller left there: ``(global, offsets)``, which ``_same_place`` takes for any
+    argument's object."""
     from .activity import base_offset
     if not getattr(p, "is_instruction", False) and not getattr(p, "is_argument", False):
         return []
@@ -266,14 +283,47 @@ def _paths(p, aliases, depth=4) -> list:
             out.append((a, offs[:-1] + (last,)))
         return out
     if isinstance(root, Load) and root.type.is_pointer and depth:
+        g = global_base(root.operand(0))
+        if isinstance(g, GlobalVariable) and not g.is_constant:
+            return [(g, (off,))]
         return [(a, offs + (off,)) for a, offs in _paths(root.operand(0), aliases, depth - 1)]
     return []
 
 
 def _same_place(x, y, same=()) -> bool:
+    """Whether two paths (``_paths``) may name the same place; a global's root (the
+    object a pointer loaded from it points to) may be any argument's."""
     (a, p), (b, q) = x, y
-    return (a is b or frozenset((a, b)) in same) and len(p) == len(q) and all(
+    return (a is b or frozenset((a, b)) in same or isinstance(a, GlobalVariable)
+            or isinstance(b, GlobalVariable)) and len(p) == len(q) and all(
         u is None or v is None or u == v for u, v in zip(p, q))
+
+
+def _same_field(x, y) -> bool:
+    """Whether two memory accesses may name the same field of the same struct type:
+    unless both name one (TBAA struct-path tags; or, without TBAA, the struct type and
+    indices of the ``getelementptr`` that forms the address) and the two differ."""
+    a, b = _field(x), _field(y)
+    return a is None or b is None or a[0] != b[0] or a == b
+
+
+def _field(access):
+    """``("tbaa", base type node, offset)`` for an access whose TBAA tag is a struct
+    path, ``("gep", struct name, indices)`` for an address a constant struct-typed
+    ``getelementptr`` forms, else None."""
+    from ..ir import metadata as md
+    tag = md.node(access.module, access.get_metadata("tbaa"))
+    if isinstance(tag, md.MDNode) and len(tag.operands) >= 3:
+        base, ty, off = tag.operands[:3]
+        if isinstance(base, md.MDRef) and isinstance(ty, md.MDRef) and base != ty:
+            return ("tbaa", base.number, str(off))
+        return None
+    from ..ir.instructions import GEP
+    a = access.operand(1 if isinstance(access, Store) else 0)
+    if isinstance(a, GEP) and a.source_type.is_struct and getattr(a.source_type, "name", None) \
+            and all(getattr(x, "is_constant", False) for x in a.indices):
+        return ("gep", a.source_type.name, tuple(str(x) for x in a.indices))
+    return None
 
 
 def _parameter_paths(functions) -> dict:
