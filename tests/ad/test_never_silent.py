@@ -61,6 +61,59 @@ def build_error(tmp_path, body, opt):
     return r.stderr
 
 
+# ------------------------------------------------------------- copies beside a header
+
+# Round BH: a helper allocates `struct vec { int n; double data[]; }`, writes the int
+# header and `memcpy`s the active input behind it; the caller reads the doubles through
+# a pointer kept in a struct (and a helper LLVM does not inline).  The objects' typed
+# accesses showed only the header's int, so the copy was taken for integers: gradient
+# 0, silently, at every level.  The bytes moved are what counts.
+HEADER_AND_DOUBLES = r"""
+struct vec { int n; double data[]; };
+struct holder { struct vec *v; int k; };
+__attribute__((noinline)) static struct vec *vec_from(const double *src, int n) {
+    struct vec *v = malloc(sizeof(struct vec) + n * sizeof(double));
+    v->n = n;
+    memcpy(v->data, src, n * sizeof(double));
+    return v;
+}
+__attribute__((noinline)) static double sumsq(const struct holder *h) {
+    double s = 0;
+    for (int i = 0; i < h->v->n; i++) s += h->v->data[i] * h->v->data[i] * (i + 1);
+    return s;
+}
+double direct(const double *u, int n) {
+    struct vec *v = vec_from(u, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v->data[i] * v->data[i];
+    free(v);
+    return s;
+}
+double held(const double *u, int n) {
+    struct holder h = { vec_from(u, n), 1 };
+    double s = sumsq(&h);
+    free(h.v);
+    return s;
+}
+int main(void) {
+    double u[3] = { 1, 2, 3 }, du[3] = { 0 }, t[3] = { 1, 0.5, -1 };
+    __enzyme_autodiff((void *)direct, enzyme_dup, u, du, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("direct", du[i], 2 * u[i]);
+    for (int i = 0; i < 3; i++) du[i] = 0;
+    __enzyme_autodiff((void *)held, enzyme_dup, u, du, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) check("held", du[i], 2 * u[i] * (i + 1));
+    check("fwd", __enzyme_fwddiff_d((void *)held, enzyme_dup, u, t, enzyme_const, 3),
+          2 * 1 * 1 + 2 * 2 * 0.5 * 2 - 2 * 3 * 3);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_doubles_copied_beside_an_int_header(tmp_path, opt, valgrind):
+    run(tmp_path, HEADER_AND_DOUBLES, opt, valgrind if opt == "-O2" else None)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -646,8 +646,8 @@ class AugmentedForward:
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
         sweeps).  From the objects' kinds; where those give no answer, from the kinds
         of exactly the bytes moved (``types.byte_kinds``)."""
-        from ..analysis.types import byte_kinds, constant_text, memory_kinds, \
-            string_characters
+        from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, memory_kinds, \
+            pointee_kinds, string_characters
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
                                    or constant_text(inst.args[1])):
@@ -655,6 +655,14 @@ class AugmentedForward:
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)
+        if kinds == {"int"}:
+            # the objects' typed accesses may all be elsewhere than the bytes moved (an
+            # int header written beside doubles that a caller reads through a pointer
+            # kept in memory): the byte-offset analysis, which follows those, looks at
+            # exactly these bytes
+            moved = pointee_kinds(inst.module, ptrs, size)
+            if moved & FLOAT_KINDS:
+                kinds = moved | kinds
         try:
             return self._mem_kind_of(inst, kinds)
         except ADError:

@@ -38,8 +38,8 @@ from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
 __all__ = ["string_characters", "constant_text", "memory_kinds", "byte_kinds", "pointee_kinds",
-           "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds", "tbaa_kind",
-           "HINTS", "carries_no_derivative", "function_of"]
+           "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
+           "tbaa_kind", "HINTS", "carries_no_derivative", "function_of"]
 
 HINTS = TYPE_HINTS     # __enzyme_double(p, bytes) and friends: the kind they name
 _MEM = ("llvm.memcpy", "llvm.memmove", "memcpy", "memmove")
@@ -322,7 +322,7 @@ def _access(inst, ty, kinds):
     scalar_kinds(ty, kinds)
 
 
-_FLOAT_KINDS = frozenset({"double", "float", "float-other"})
+FLOAT_KINDS = frozenset({"double", "float", "float-other"})
 
 
 def carries_no_derivative(p) -> bool:
@@ -343,14 +343,14 @@ def carries_no_derivative(p) -> bool:
         # holds p, copied into a view): the byte-offset analysis, which follows
         # pointers kept in memory, must not find floating-point values either
         module = _module_of(p)
-        return module is None or not pointee_kinds(module, [p]) & _FLOAT_KINDS
+        return module is None or not pointee_kinds(module, [p]) & FLOAT_KINDS
     if not kinds:
         module = _module_of(p)
         if module is not None:
             from .typetree import MemoryTypes
             if MemoryTypes.of(module, [p]).is_code(p):
                 return True
-    if not kinds or kinds & _FLOAT_KINDS:
+    if not kinds or kinds & FLOAT_KINDS:
         return False
     if isinstance(p, Argument):
         n = Attributes.parse(p.attrs).arg("dereferenceable")
