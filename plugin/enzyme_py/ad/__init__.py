@@ -369,6 +369,8 @@ def _round(module, options, log) -> None:
                 if o in clones:
                     inst.set_arg(2, clones[o])
         unpool(c)
+    from .variadic import expand_variadics
+    expanded = expand_variadics(module, list(clones.values()))     # see variadic.py
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()
@@ -394,7 +396,7 @@ def _round(module, options, log) -> None:
     from .rewrites import describe, run_rewrites
     # unions of a double passed as an i64: see abi.py
     retype_float_abi([module.get_function(c) for c in names])
-    rewritten: dict = {}
+    rewritten: dict = {"variadic functions given their arguments in memory": expanded}
     for cname, orig in names.items():
         cf = module.get_function(cname)
         run_rewrites(cf, rewritten)     # see rewrites.py

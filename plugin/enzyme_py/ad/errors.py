@@ -164,8 +164,11 @@ def external_call_error(name: str, location, forward: bool) -> MissingDefinition
     an LLVM intrinsic, which cannot be defined or registered."""
     if name.startswith("llvm."):
         base = name.split(".")[1]
-        hint = ("a variadic function receiving values that carry derivatives is not "
-                "supported: pass them in an array" if base in ("va_start", "va_copy", "va_end")
+        hint = ("a variadic function receiving values that carry derivatives is supported "
+                "where the differentiated code calls it by name, on x86-64 Linux and "
+                "macOS (see ad/variadic.py); not through a function pointer or a va_arg "
+                "instruction: call it directly, or pass the values in an array"
+                if base in ("va_start", "va_copy", "va_end")
                 else "EnzymePy has no rule for this intrinsic: please report it; meanwhile "
                      "move the code it comes from into a function marked inactive or with a "
                      "custom derivative")

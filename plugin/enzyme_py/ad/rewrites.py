@@ -5,14 +5,16 @@ through the list below.  Every rewrite is exact -- the same values, the same byt
 and written at the same points -- and changes nothing where its pattern is absent;
 together they give the generators code in the forms they differentiate: calls that do
 not unwind, calls on paths that return no more as the program's own (no derivative),
-the C library's complex functions as real arithmetic and its searches as
-loops, SIMD memory operations lane by lane, sign masks as ``fneg``/``fabs``, floats and
-pointers moved as integers (also merged by phis and selects, and stored into integer
-slots) back in their own types.  (Two more run on a whole set of copies, beside this
-list: ``abi.retype_float_abi`` before it -- unions of a double passed as an ``i64``
-across calls -- and after it ``align_locals`` -- locals as aligned as the vector
-accesses of the copies, so that their shadows are aligned where they are -- and
-``typed_copies.split_integer_copies``, which needs the type analysis of all the copies.)
+pointer masks as offsets, the C library's complex functions as real arithmetic and its
+searches as loops, SIMD memory operations lane by lane, sign masks as
+``fneg``/``fabs``, floats and pointers moved as integers (also merged by phis and
+selects, and stored into integer slots) back in their own types.  (More run on a whole
+set of copies, beside this list: ``variadic.expand_variadics`` first -- variadic
+functions given their arguments in memory -- then ``abi.retype_float_abi`` -- unions
+of a double passed as an ``i64`` across calls -- and after it ``align_locals`` --
+locals as aligned as the vector accesses of the copies, so that their shadows are
+aligned where they are -- and ``typed_copies.split_integer_copies``, which needs the
+type analysis of all the copies.)
 ``-v`` prints how many changes each made.
 """
 
@@ -30,6 +32,7 @@ REWRITES = (
     ("invokes (derivative code does not unwind)", "unwind", "strip_invokes"),
     ("call arguments on paths that return no more", "unwind", "primal_on_doomed_paths"),
     ("by-value parameters copied into locals", "rewrites", "copy_byval_params"),
+    ("pointer masks as offsets", "rewrites", "ptrmask_as_offsets"),
     ("complex library calls", "complex", "redirect_complex_calls"),
     ("library searches (bsearch, lfind, lsearch)", "search", "redirect_search_calls"),
     ("masked vector memory, horizontal adds", "simd", "lower_simd"),
@@ -77,6 +80,28 @@ def copy_byval_params(fn) -> int:
         e.call(memcpy, [local, a, ConstantInt(T.i64, size), ConstantInt(T.i1, 0)])
         for u in uses:
             u.user.set_operand(u.index, local)
+        n += 1
+    return n
+
+
+def ptrmask_as_offsets(fn) -> int:
+    """``llvm.ptrmask(p, m)`` (a pointer aligned down: ``va_arg`` of a ``long double``,
+    ``__builtin_align_down``) as ``p`` plus the offset the mask takes off --
+    ``(ptrtoint p & m) - ptrtoint p`` bytes -- the same address from the same object,
+    which the generators follow like any offset: the shadow moves by as much.
+    Returns how many were rewritten."""
+    from ..ir.instructions import Call
+    from .emit import Emitter
+    n = 0
+    for inst in [i for i in fn.instructions() if isinstance(i, Call)
+                 and (i.callee_name or "").startswith("llvm.ptrmask.p0.")]:
+        p, m = inst.args
+        e = Emitter(fn.parent)
+        e.position_before(inst)
+        at = e.cast("ptrtoint", p, m.type)
+        off = e.binop("sub", e.binop("and", at, m), at)
+        inst.replace_all_uses_with(e.gep(T.i8, p, [off]))
+        inst.erase()
         n += 1
     return n
 

@@ -1,0 +1,156 @@
+"""Variadic functions the differentiated code calls, with their arguments in memory.
+
+A variadic function reads its arguments through a ``va_list``: ``va_start`` points it
+at the registers the caller passed them in (saved by the callee) and at the caller's
+stack area, and each ``va_arg`` -- which clang expands inline on x86-64 -- reads from
+one or the other.  Neither the registers nor that stack area has a shadow, so an active
+``double`` passed through ``...`` (a penalty ``sum_terms(3, a, b, c)``, a logger handed
+the energy) had no derivative path: a compile error, in real Enzyme too.
+
+On the System V x86-64 ABI the stack area alone can carry every argument: a ``va_list``
+whose register offsets say "all used" (``gp_offset`` 48, ``fp_offset`` 176) makes every
+``va_arg`` read the next 8-byte slot of ``overflow_arg_area``, as for a call with more
+arguments than registers.  So each copy of a variadic function the differentiated code
+calls directly (and only so) becomes a function of its fixed parameters and one more,
+a pointer to the arguments' slots; its ``va_start`` stores those offsets and that
+pointer; each call stores its variadic arguments into a local array of slots and
+passes the array.  The values read are the same bytes as before, now read from a
+local of the caller, whose shadow carries their derivatives both ways like any
+local's.  (``reg_save_area`` points at the slots too, never read: the pointers the
+expanded ``va_arg`` merges then all come from the slots.)  A ``va_list`` handed on to
+another function (``vsum(n, ap)``, ``vfprintf``) is read the same way by it.
+
+Arguments take the places the ABI gives them there: 8-byte slots, 16-byte aligned for
+``long double`` and ``__int128``, a struct passed ``byval`` copied in whole (a struct of
+two doubles, which clang passes as two doubles, lands in two slots: what ``va_arg`` of
+the struct reads).  Left as they are (and refused where derivatives pass): other
+targets, calls through pointers, ``va_arg`` instructions clang did not expand.
+"""
+
+from __future__ import annotations
+
+from ..analysis.activity import underlying_object
+from ..ir import types as T
+from ..ir.attributes import named_type
+from ..ir.instructions import Alloca, Call
+from ..ir.values import Argument, ConstantInt
+from .abi import _direct_calls
+from .emit import Emitter
+
+__all__ = ["expand_variadics"]
+
+_VA = ("llvm.va_start", "llvm.va_end", "llvm.va_copy")
+_GP_USED, _FP_USED = 48, 176       # SysV: the offsets past the last register slot
+_SLOT = 8
+
+
+def expand_variadics(module, fns) -> int:
+    """Give each variadic copy among ``fns`` its arguments in a caller's array of slots
+    (see the module docstring); return how many were changed."""
+    if not _sysv_x86_64(module):
+        return 0
+    n = 0
+    for fn in fns:
+        if fn.is_declaration or not fn.function_type.varargs:
+            continue
+        fn.materialize()
+        calls = _direct_calls(fn)
+        if not calls or not _expandable(fn, calls):
+            continue
+        _expand(module, fn, calls)
+        n += 1
+    return n
+
+
+def _sysv_x86_64(module) -> bool:
+    triple = getattr(module, "triple", "") or ""
+    return triple.startswith("x86_64") and "windows" not in triple
+
+
+def _expandable(fn, calls) -> bool:
+    """The body uses ``va_start`` on its own locals only (no ``va_arg`` instruction),
+    and every call's variadic arguments have a place in the slots (``_layout``)."""
+    starts = [i for i in fn.instructions() if isinstance(i, Call)
+              and (i.callee_name or "").startswith("llvm.va_start")]
+    if not starts or any(not isinstance(underlying_object(i.args[0]), Alloca)
+                         for i in starts):
+        return False
+    if any(i.opcode == "va_arg" for i in fn.instructions()):
+        return False
+    fixed = len(fn.function_type.params)
+    return all(_layout(fn.parent, c, fixed) is not None for c in calls)
+
+
+def _layout(module, call, fixed):
+    """Where ``call``'s variadic arguments go in the stack area, as the ABI lays them
+    out there: ``[(argument, offset, bytes or None)]`` (bytes: a struct passed
+    ``byval``, copied) and the area's size; None for an argument it does not take."""
+    dl = module.datalayout
+    out, at = [], 0
+    for k, a in enumerate(call.args[fixed:], fixed):
+        attrs = call.arg_attrs[k] if k < len(call.arg_attrs) else ""
+        ty = named_type(attrs, "byval", module) if "byval" in attrs else a.type
+        if ty is None or ty.is_struct and "byval" not in attrs \
+                or ty.is_array and "byval" not in attrs:
+            return None     # (an aggregate passed as a value: not what clang emits)
+        size, align = dl.size_in_bytes(ty), max(_SLOT, dl.abi_alignment(ty))
+        at = -(-at // align) * align
+        out.append((a, at, size if "byval" in attrs else None))
+        at += -(-size // _SLOT) * _SLOT
+    return out, at
+
+
+def _expand(module, fn, calls) -> None:
+    fixed = list(fn.function_type.params)
+    new = T.FunctionType(fn.function_type.ret, fixed + [T.ptr], False)
+    fn.function_type = new
+    slots = Argument(T.ptr, "va.slots", fn, len(fn.args), "noundef")
+    fn.args.append(slots)
+    e = Emitter(module)
+    for i in list(fn.instructions()):
+        if not isinstance(i, Call):
+            continue
+        name = i.callee_name or ""
+        if name.startswith("llvm.va_start"):
+            ap = i.args[0]
+            e.position_before(i)
+            e.store(ConstantInt(T.i32, _GP_USED), ap, align=4)
+            e.store(ConstantInt(T.i32, _FP_USED), e.gep_bytes(ap, 4), align=4)
+            e.store(slots, e.gep_bytes(ap, 8), align=8)
+            e.store(slots, e.gep_bytes(ap, 16), align=8)
+            i.erase()
+        elif name.startswith("llvm.va_end"):
+            i.erase()
+        elif name.startswith("llvm.va_copy"):
+            e.position_before(i)
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+            e.call(memcpy, [i.args[0], i.args[1], ConstantInt(T.i64, 24),
+                            ConstantInt(T.i1, 0)])
+            i.erase()
+    for c in calls:
+        _pass_in_slots(module, fn, c, len(fixed))
+
+
+def _pass_in_slots(module, fn, call, fixed) -> None:
+    """Store ``call``'s variadic arguments into a local array of slots and call ``fn``
+    with its fixed arguments and the array."""
+    places, size = _layout(module, call, fixed)
+    caller = call.parent.parent
+    e = Emitter(module)
+    e.position_at_start(caller.blocks[0])
+    buf = e.alloca(T.ArrayType(T.i64, max(size // _SLOT, 1)), align=16, name="va.slots")
+    e.position_before(call)
+    for a, at, copied in places:
+        if copied is None:
+            e.store(a, e.gep_bytes(buf, at), align=_SLOT)
+        else:
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
+            e.call(memcpy, [e.gep_bytes(buf, at), a, ConstantInt(T.i64, copied),
+                            ConstantInt(T.i1, 0)])
+    args = call.args[:fixed] + [buf]
+    attrs = call.arg_attrs[:fixed] + ["noundef"] if call.arg_attrs else [""] * len(args)
+    repl = e.call(fn, args, fn_attrs=call.fn_attrs, arg_attrs=attrs,
+                  ret_attrs=call.ret_attrs)
+    repl.metadata = list(call.metadata)
+    call.replace_all_uses_with(repl)
+    call.erase()
