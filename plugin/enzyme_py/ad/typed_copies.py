@@ -599,8 +599,8 @@ def _retype_merges(web, fty) -> None:
         back = None
         for u in list(v.uses):
             user = u.user
-            if user in new or user.parent is None:
-                continue
+            if user in new or getattr(user, "is_debug_use", False) or user.parent is None:
+                continue    # (a debug record of the merge: it goes to poison below)
             if isinstance(user, Cast) and user.opcode == "bitcast" and user.type == fty:
                 user.replace_all_uses_with(n)
                 user.erase()
