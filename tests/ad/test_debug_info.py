@@ -126,3 +126,39 @@ def test_derivatives_of_a_program_built_with_debug_info(tmp_path, opt):
         assert "llvm.loop.mustprogress" in " ".join(
             md.get(r, "") for r in re.findall(r"!(\d+)", node)), node
         assert not any("DILocation" in md.get(r, "") for r in re.findall(r"!(\d+)", node)), node
+
+
+# Round BI (does -g change a verdict?): a pointer kept as a `uintptr_t` in a struct and
+# read back into a named local: with -g the local's #dbg_value was one more use of the
+# integer load, which then stayed an integer -- "'inttoptr' makes a pointer out of an
+# integer ...", at every level, where the build without -g is right.  The copies to
+# differentiate drop their variable records before any analysis reads a use list.
+NAMED_HANDLE = PRELUDE + r"""
+#include <stdint.h>
+struct box { uintptr_t handle; };
+double sumsq(struct box *b) {
+    uintptr_t h = b->handle;
+    double *v = (double *)h;
+    return v[0] * v[0] + v[1] * v[1] * 3;
+}
+int main(void) {
+    double x[2] = { 1, 2 }, dx[2] = { 0 };
+    struct box b = { (uintptr_t)x }, db = { (uintptr_t)dx };
+    __enzyme_autodiff((void *)sumsq, enzyme_dup, &b, &db);
+    check("dx0", dx[0], 2);
+    check("dx1", dx[1], 12);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_debug_records_change_no_verdict(tmp_path, opt):
+    src = Path(tmp_path) / "h.c"
+    src.write_text(NAMED_HANDLE)
+    for g in ([], ["-g"]):
+        exe = Path(tmp_path) / "h"
+        r = enzyme_cc([*g, opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+        assert r.returncode == 0, (g, r.stderr[-3000:])
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.count("ok ") == 2, out.stdout

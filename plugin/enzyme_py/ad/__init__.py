@@ -139,6 +139,14 @@ def _refuse_foreign_block_addresses(clones) -> None:
                 kinds.check(inst, None, inst_location(inst, {c: f.name}))
 
 
+def _drop_debug_records(fn) -> None:
+    """Remove the ``#dbg_*`` records of ``fn`` (a copy to differentiate)."""
+    for inst in fn.instructions():
+        for r in inst.dbg_records:
+            r.drop_all_references()
+        inst.dbg_records = []
+
+
 def _strip_fn_attrs(module, fn) -> None:
     """A private copy may be optimised and inlined: no ``optnone``/``noinline``, inline
     or in its attribute group (which is replaced by a copy without them), and no
@@ -355,6 +363,10 @@ def _round(module, options, log) -> None:
                           c.prefix).strip()
         c.prefix = ("internal " + c.prefix.replace("internal", "")).strip()
         _strip_fn_attrs(module, c)
+        # the copy's variable records (#dbg_value, #dbg_declare: -g) go: they would be
+        # uses of values for every analysis and rewrite, which -g must not change (round
+        # BI); the copy keeps its line locations, which the messages cite
+        _drop_debug_records(c)
         clones[f] = c
     _refuse_foreign_block_addresses(clones)
     _math_calls_touch_no_memory(list(clones.values()))
