@@ -15,11 +15,14 @@ the LLVM round trips of promotion and pre-AD optimisation see only those bodies 
 the others go as declarations and come back verbatim (:func:`round_trip`).
 
 Before differentiation the private copies get exact rewrites (the same bytes read and
-written at the same points, in a form the generators understand): complex functions
+written at the same points, in a form the generators understand): variadic functions
+given their arguments in a caller's array (``variadic.py``), complex functions
 redirected to real arithmetic (``complex.py``), masked vector memory and horizontal
 additions lowered (``simd.py``), floats the ABI passes as integers given their type
 back (``abi.py``), integer copies and lanes of floats typed (``typed_copies.py``); call
-sites merged on a choice of functions are split first (``promote.py``).
+sites merged on a choice of functions are split first (``promote.py``).  The copies
+drop their variable debug records (``-g`` changes no analysis) and keep their line
+locations.
 
 Options (``-fenzyme-NAME=VAL`` on the enzyme-cc command line):
 
