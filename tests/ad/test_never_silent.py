@@ -1347,8 +1347,30 @@ int main(void) {
     return 0;
 }
 """
+# Round BJ: the context is a global the call site passes (`&C`) and the code reads it by
+# name (0 for 6, silently; Enzyme 15 too) -- or through a `static` pointer to it, which
+# LLVM folds into a read by name at -O1 and above.
+CONTEXT_GLOBAL_BY_NAME = r"""
+typedef struct { double *x; int n; } ctx_t;
+ctx_t C;
+static ctx_t *g_ctx;
+__attribute__((noinline)) static double by_name(void) { return C.x[0] * C.x[0]; }
+static double through_static(void) { return g_ctx->x[0] * g_ctx->x[0]; }
+double f(double *x, ctx_t *c) { c->x = x; return by_name(); }
+double g(double *x, ctx_t *c) { c->x = x; return through_static(); }
+int main(void) {
+    double x = 3, dx = 0;
+    g_ctx = &C;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_const, &C);
+    __enzyme_autodiff((void *)g, enzyme_dup, &x, &dx, enzyme_const, &C);
+    printf("%g\n", dx);
+    return 0;
+}
+"""
 # ... where the global points at a struct of another type, whose pointer field sits at
-# the same offset: TBAA's struct paths tell the two apart (-O0 has none: refused there).
+# the same offset: TBAA's struct paths tell the two apart (-O0 has none: refused there),
+# and a context that is a local of the caller no global can point at (round BJ: two
+# typedef'd anonymous structs of one layout, which TBAA cannot tell apart).
 CONTEXT_AND_OTHER_GLOBAL_STRUCT = r"""
 typedef struct params { int n; const double *theta; } params;
 typedef struct mesh { int nv; const double *coords; } mesh;
@@ -1383,6 +1405,26 @@ def test_pointer_stored_into_a_const_context_and_read_back(tmp_path, opt):
     run(tmp_path, CONTEXT_FIELD_NOT_READ, opt)
     run(tmp_path, CONTEXTS_DISTINCT, opt)
 
+CONTEXT_LOCAL_OF_THE_CALLER = r"""
+typedef struct { double *last_x; int calls; } log_t;      /* const: bookkeeping only */
+typedef struct { double *coef; int n; } model_t;
+static double COEF[1] = { 0.5 };
+static model_t M = { COEF, 1 };
+model_t *g_model = &M;
+double f(double *x, log_t *lg) {
+    lg->last_x = x;                          /* stored, never read */
+    return g_model->coef[0] * x[0] * x[0] + x[0];
+}
+int main(void) {
+    log_t L = { 0, 0 };
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_const, &L);
+    check("dx", dx, 4);
+    check("stored", L.last_x == &x, 1);
+    return fails;
+}
+"""
+
 
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
 def test_const_context_and_a_global_pointing_at_it(tmp_path, opt):
@@ -1390,8 +1432,11 @@ def test_const_context_and_a_global_pointing_at_it(tmp_path, opt):
     assert "stored into memory without a shadow that the caller set up" in err, err
     err = build_error(tmp_path, CONTEXT_STORED_THROUGH_GLOBAL, opt)
     assert "stored into memory without a shadow that the caller set up" in err, err
+    err = build_error(tmp_path, CONTEXT_GLOBAL_BY_NAME, opt)
+    assert "stored into memory without a shadow that the caller set up" in err, err
     if opt != "-O0":
         run(tmp_path, CONTEXT_AND_OTHER_GLOBAL_STRUCT, opt)
+    run(tmp_path, CONTEXT_LOCAL_OF_THE_CALLER, opt)
 
 
 # Round AU, physics-engine code at -O0: a Bullet-style `union { __m128 v; float f[4]; }`

@@ -451,6 +451,7 @@ def _round(module, options, log) -> None:
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry,
                                          _entry_kinds(sites, clone_of))
     ctx.same_object = _same_object_consts(sites, clone_of)   # see errors.check_pointer_escape
+    ctx.private_consts = _private_consts(sites, clone_of)
     ctx.shadow_lanes = {}       # (global, lane >= 1) -> its shadow in vector forward mode
     fctx = ForwardContext(ctx, registry)
     plans = []
@@ -539,19 +540,52 @@ def _entry_kinds(sites, clone_of) -> dict:
 def _same_object_consts(sites, clone_of) -> set:
     """Pairs (frozensets) of a differentiated copy's parameters that a call site binds,
     ``enzyme_const`` both, to pointers into the same object: a context struct passed
-    twice, written through one and read through the other."""
+    twice, written through one and read through the other -- and of such a parameter
+    and the global a call site binds it to (``&ctx`` of a ``static`` context, read by
+    name as ``ctx.theta``)."""
     from ..analysis.activity import underlying_object
     out: set = set()
     for s in sites:
         fn = clone_of.get(s.fn)
         if fn is None or s.mode == "batch":
             continue
-        roots = [(fn.args[b.index], underlying_object(b.value)) for b in s.bindings
-                 if b.kind == "const" and b.value is not None and b.value.type.is_pointer
-                 and (b.value.is_instruction or b.value.is_argument or b.value.is_global)]
+        roots = [(fn.args[b.index], underlying_object(b.value)) for b in _const_pointers(s)]
         for i, (a, r) in enumerate(roots):
             out.update(frozenset((a, b)) for b, q in roots[i + 1:] if q is r)
+            if getattr(r, "is_global", False):
+                out.add(frozenset((a, r)))
     return out
+
+
+def _const_pointers(site):
+    return [b for b in site.bindings
+            if b.kind == "const" and b.value is not None and b.value.type.is_pointer
+            and (b.value.is_instruction or b.value.is_argument or b.value.is_global)]
+
+
+def _private_consts(sites, clone_of) -> set:
+    """The parameters of differentiated copies that every call site binds,
+    ``enzyme_const``, to a local of its caller whose address goes nowhere but into
+    that call (nor is stored, returned or passed elsewhere): no global can point at
+    what they point to."""
+    from ..analysis.activity import address_uses, underlying_object
+    from ..ir.instructions import Alloca, Load, Store
+    seen: dict = {}
+    for s in sites:
+        fn = clone_of.get(s.fn)
+        if fn is None or s.mode == "batch":
+            continue
+        bound = {b.index: b for b in _const_pointers(s)}
+        for a in fn.args:
+            b = bound.get(a.index)
+            r = underlying_object(b.value) if b is not None else None
+            private = isinstance(r, Alloca) and all(
+                isinstance(u.user, Load) or isinstance(u.user, Store) and u.index == 1
+                or u.user is s.call or (getattr(u.user, "callee_name", None) or "").startswith(
+                    ("llvm.lifetime.", "llvm.memset.", "llvm.memcpy."))
+                for u in address_uses(r, set()))
+            seen[a] = seen.get(a, True) and private
+    return {a for a, private in seen.items() if private}
 
 
 def _shadow_globals(module, functions, registry, entry_kinds) -> dict:

@@ -237,14 +237,19 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
     at the same place too, on either side: such a pair counts where it takes the same
     offsets and names the same field as the ``store`` (its TBAA struct path, or the
     struct its ``getelementptr`` indexes) -- or where either does not say -- unless the
-    global has a shadow (``memo["shadow_globals"]``): what it holds has shadows too."""
+    global has a shadow (``memo["shadow_globals"]``: what it holds has shadows too), or
+    the argument is one every call site binds to a local whose address goes nowhere else
+    (``memo["private"]``).  A global read by name is the argument's object where a call
+    site binds the argument to it (``same_object``)."""
     aliases = memo.get("argument_paths")
     if aliases is None:
         aliases = memo["argument_paths"] = _parameter_paths(functions)
     shadowed = memo.get("shadow_globals", ())
+    private = memo.get("private", ())
 
     def paths(x):       # (a global with a shadow holds pointers with shadows)
-        return [t for t in _paths(x, aliases) if t[0] not in shadowed]
+        return [t for t in _paths(x, aliases)
+                if (t[0].global_ if isinstance(t[0], _Held) else t[0]) not in shadowed]
     mine = paths(p)
     if not mine:
         return False
@@ -254,24 +259,35 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
             if not (isinstance(i, Load) and i.type.is_pointer):
                 continue
             for a, b in ((a, b) for a in mine for b in paths(i.operand(0))):
-                if not _same_place(a, b, same):
+                if not _same_place(a, b, same, private):
                     continue
-                held = isinstance(a[0], GlobalVariable) or isinstance(b[0], GlobalVariable)
+                held = isinstance(a[0], _Held) or isinstance(b[0], _Held)
                 if (not held or store is not None and _same_field(store, i)) \
                         and may_access_floats(i):
                     return True
     return False
 
 
+class _Held:
+    """The root of a path through a pointer loaded from the writable global
+    ``global_``: whatever object the caller left it pointing at."""
+    __slots__ = ("global_",)
+
+    def __init__(self, g):
+        self.global_ = g
+
+
 def _paths(p, aliases, depth=4) -> list:
-    """The places in callers' memory the pointer ``p`` may point to, as ``(argument,
-    offsets)``: ``p`` is the argument's pointer plus ``offsets[0]`` -- or, with more
+    """The places in callers' memory the pointer ``p`` may point to, as ``(root,
+    offsets)``: ``p`` is the root's address plus ``offsets[0]`` -- or, with more
     offsets, the pointer loaded from there plus the next one, and so on (None: an
-    offset not known).  A parameter stands for the paths of what its callers pass
-    (``aliases``).  A pointer loaded from a writable global stands for whatever the
-    caller left there: ``(global, offsets)``, which ``_same_place`` takes for any
-    argument's object."""
+    offset not known).  A root is an argument (a parameter stands for the paths of what
+    its callers pass: ``aliases``), a writable global read by name, or ``_Held``: the
+    object a pointer loaded from a writable global points to, which ``_same_place``
+    takes for any argument's object."""
     from .activity import base_offset
+    if isinstance(p, (GlobalVariable, ConstantExpr)):
+        return _global_path(p)
     if not getattr(p, "is_instruction", False) and not getattr(p, "is_argument", False):
         return []
     fn = p.parent.parent if p.is_instruction else p.parent
@@ -282,20 +298,58 @@ def _paths(p, aliases, depth=4) -> list:
             last = None if off is None or offs[-1] is None else offs[-1] + off
             out.append((a, offs[:-1] + (last,)))
         return out
+    if isinstance(root, (GlobalVariable, ConstantExpr)):
+        return [(g, (None if off is None or o is None else o + off,))
+                for g, (o,) in _global_path(root)]
     if isinstance(root, Load) and root.type.is_pointer and depth:
         g = global_base(root.operand(0))
         if isinstance(g, GlobalVariable) and not g.is_constant:
-            return [(g, (off,))]
+            return [(_Held(g), (off,))]
         return [(a, offs + (off,)) for a, offs in _paths(root.operand(0), aliases, depth - 1)]
     return []
 
 
-def _same_place(x, y, same=()) -> bool:
-    """Whether two paths (``_paths``) may name the same place; a global's root (the
-    object a pointer loaded from it points to) may be any argument's."""
+def _global_path(c):
+    """``[(global, (offset,))]`` for a writable global or a constant ``getelementptr``
+    into one (offset None where an index is not constant), else []."""
+    from ..ir.values import ConstantInt
+    off = 0
+    for _ in range(16):
+        if isinstance(c, GlobalVariable):
+            return [] if c.is_constant else [(c, (off,))]
+        if not (isinstance(c, ConstantExpr) and c.opcode in ("getelementptr", "bitcast")
+                and c.operands):
+            return []
+        if c.opcode == "getelementptr":
+            idx = c.operands[1:]
+            if off is not None and idx and all(isinstance(i, ConstantInt) for i in idx):
+                dl = _module_datalayout(c)
+                try:
+                    off += idx[0].value * dl.size_in_bytes(c.source_type) \
+                        + dl.offset_of(c.source_type, [i.value for i in idx[1:]])
+                except Exception:  # noqa: BLE001 - unusual types: unknown offset
+                    off = None
+            else:
+                off = None
+        c = c.operand(0)
+    return []
+
+
+def _module_datalayout(c):
+    g = c
+    while isinstance(g, ConstantExpr):
+        g = g.operand(0)
+    return g.parent.datalayout
+
+
+def _same_place(x, y, same=(), private=()) -> bool:
+    """Whether two paths (``_paths``) may name the same place: the same root, roots a
+    call site binds to one object (``same``), or a ``_Held`` root and any other but an
+    argument of ``private``."""
     (a, p), (b, q) = x, y
-    return (a is b or frozenset((a, b)) in same or isinstance(a, GlobalVariable)
-            or isinstance(b, GlobalVariable)) and len(p) == len(q) and all(
+    held = isinstance(a, _Held) and b not in private or isinstance(b, _Held) \
+        and a not in private
+    return (a is b or frozenset((a, b)) in same or held) and len(p) == len(q) and all(
         u is None or v is None or u == v for u, v in zip(p, q))
 
 
