@@ -143,3 +143,35 @@ def test_variadic_call_through_a_pointer_is_refused(tmp_path):
     err = build_error(tmp_path, THROUGH_A_POINTER, "-O2")
     assert "where the differentiated code calls it by name" in err, err
     assert "__enzyme_register" not in err
+
+
+# Round BJ: a 24-byte struct in memory followed by a pointer: with the struct copied
+# into the slots as bytes, the reverse lost its part where the copy stayed a memcpy
+# (-fenzyme-preopt=0): now copied field by field, in the fields' types.
+STRUCT_THEN_POINTER = r"""
+#include <stdarg.h>
+typedef struct { double x, y, z; } vec3;
+static double sumsq(int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    vec3 v = va_arg(ap, vec3);
+    const double *w = va_arg(ap, const double *);
+    va_end(ap);
+    return v.x * v.x + v.y * v.y + v.z * v.z + w[0] * w[0] * n;
+}
+double f(const double *q) {
+    vec3 v = { q[0], q[1], q[2] };
+    return sumsq(1, v, q + 3);
+}
+int main(void) {
+    double q[4] = { 1, 2, 3, 1 }, dq[4] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, q, dq);
+    for (int i = 0; i < 4; i++) check("dq", dq[i], 2 * q[i]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O2 -fenzyme-preopt=0"])
+def test_struct_in_memory_then_pointer(tmp_path, opt):
+    run(tmp_path, STRUCT_THEN_POINTER, opt)

@@ -385,7 +385,7 @@ def _round(module, options, log) -> None:
                     inst.set_arg(2, clones[o])
         unpool(c)
     from .variadic import expand_variadics
-    expanded = expand_variadics(module, list(clones.values()))     # see variadic.py
+    expanded = expand_variadics(module, clones)     # see variadic.py
     names = {c.name: f.name for f, c in clones.items()}
     if options.get("preopt", "1") != "0":
         t1 = time.perf_counter()

@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..analysis.activity import underlying_object
 from ..ir import types as T
 from ..ir.attributes import named_type
-from ..ir.instructions import Alloca, Call
+from ..ir.instructions import Alloca, Call, Invoke
 from ..ir.values import Argument, ConstantInt
 from .abi import _direct_calls
 from .emit import Emitter
@@ -44,20 +44,34 @@ _GP_USED, _FP_USED = 48, 176       # SysV: the offsets past the last register sl
 _SLOT = 8
 
 
-def expand_variadics(module, fns) -> int:
-    """Give each variadic copy among ``fns`` its arguments in a caller's array of slots
-    (see the module docstring); return how many were changed."""
+def expand_variadics(module, copies) -> int:
+    """Give each variadic copy among ``copies`` (original -> copy) its arguments in a
+    caller's array of slots (see the module docstring); return how many were changed.
+    A call on a path that returns no more (``std::to_string`` formatting a value for a
+    throw) calls the original instead: it runs as the program's (``unwind.py``)."""
     if not _sysv_x86_64(module):
         return 0
+    from ..analysis.activity import doomed_blocks
+    original = {c: f for f, c in copies.items()}
+    doomed: dict = {}
     n = 0
-    for fn in fns:
+    for fn in copies.values():
         if fn.is_declaration or not fn.function_type.varargs:
             continue
         fn.materialize()
         calls = _direct_calls(fn)
         if not calls or not _expandable(fn, calls):
             continue
-        _expand(module, fn, calls)
+        kept = []
+        for c in calls:
+            caller = c.parent.parent
+            if caller not in doomed:
+                doomed[caller] = doomed_blocks(caller)
+            if c.parent in doomed[caller] and original.get(fn) is not None:
+                c.callee = original[fn]
+            else:
+                kept.append(c)
+        _expand(module, fn, kept)
         n += 1
     return n
 
@@ -83,8 +97,9 @@ def _expandable(fn, calls) -> bool:
 
 def _layout(module, call, fixed):
     """Where ``call``'s variadic arguments go in the stack area, as the ABI lays them
-    out there: ``[(argument, offset, bytes or None)]`` (bytes: a struct passed
-    ``byval``, copied) and the area's size; None for an argument it does not take."""
+    out there: ``[(argument, offset, byval)]`` -- ``byval`` None, or for a struct
+    passed ``byval`` its type and ``_leaves`` (copied field by field) -- and the area's
+    size; None for an argument it does not take."""
     dl = module.datalayout
     out, at = [], 0
     for k, a in enumerate(call.args[fixed:], fixed):
@@ -95,7 +110,7 @@ def _layout(module, call, fixed):
             return None     # (an aggregate passed as a value: not what clang emits)
         size, align = dl.size_in_bytes(ty), max(_SLOT, dl.abi_alignment(ty))
         at = -(-at // align) * align
-        out.append((a, at, size if "byval" in attrs else None))
+        out.append((a, at, (ty, _leaves(dl, ty)) if "byval" in attrs else None))
         at += -(-size // _SLOT) * _SLOT
     return out, at
 
@@ -131,6 +146,23 @@ def _expand(module, fn, calls) -> None:
         _pass_in_slots(module, fn, c, len(fixed))
 
 
+def _leaves(dl, ty, at=0, out=None, most=64):
+    """The scalar fields of a struct passed ``byval`` as ``[(offset, type)]`` (copied one
+    by one, in their types: the slots' memory mixes kinds a ``memcpy`` could not tell
+    apart); [] past ``most`` fields (then one ``memcpy`` of its bytes)."""
+    out = [] if out is None else out
+    if ty.is_struct:
+        for t, off in zip(ty.elements, dl.field_offsets(ty)):
+            _leaves(dl, t, at + off, out, most)
+    elif ty.is_array:
+        step = dl.size_in_bytes(ty.element)
+        for k in range(min(ty.count, most + 1)):
+            _leaves(dl, ty.element, at + k * step, out, most)
+    else:
+        out.append((at, ty))
+    return out if len(out) <= most else []
+
+
 def _pass_in_slots(module, fn, call, fixed) -> None:
     """Store ``call``'s variadic arguments into a local array of slots and call ``fn``
     with its fixed arguments and the array."""
@@ -140,17 +172,26 @@ def _pass_in_slots(module, fn, call, fixed) -> None:
     e.position_at_start(caller.blocks[0])
     buf = e.alloca(T.ArrayType(T.i64, max(size // _SLOT, 1)), align=16, name="va.slots")
     e.position_before(call)
-    for a, at, copied in places:
-        if copied is None:
+    dl = module.datalayout
+    for a, at, byval in places:
+        if byval is None:
             e.store(a, e.gep_bytes(buf, at), align=_SLOT)
-        else:
+            continue
+        ty, fields = byval
+        if not fields:
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
-            e.call(memcpy, [e.gep_bytes(buf, at), a, ConstantInt(T.i64, copied),
+            e.call(memcpy, [e.gep_bytes(buf, at), a, ConstantInt(T.i64, dl.size_in_bytes(ty)),
                             ConstantInt(T.i1, 0)])
+        for off, t in fields:
+            e.store(e.load(t, e.gep_bytes(a, off)), e.gep_bytes(buf, at + off))
     args = call.args[:fixed] + [buf]
     attrs = call.arg_attrs[:fixed] + ["noundef"] if call.arg_attrs else [""] * len(args)
-    repl = e.call(fn, args, fn_attrs=call.fn_attrs, arg_attrs=attrs,
-                  ret_attrs=call.ret_attrs)
+    if isinstance(call, Invoke):    # (C++: libstdc++'s __to_xstring may throw)
+        repl = e.invoke(fn, args, call.normal_dest, call.unwind_dest, fn_attrs=call.fn_attrs)
+        repl.arg_attrs, repl.ret_attrs = attrs, call.ret_attrs
+    else:
+        repl = e.call(fn, args, fn_attrs=call.fn_attrs, arg_attrs=attrs,
+                      ret_attrs=call.ret_attrs)
     repl.metadata = list(call.metadata)
     call.replace_all_uses_with(repl)
     call.erase()
