@@ -130,6 +130,7 @@ def check_pointer_escape(v, p, act, rctx, location, store=None) -> None:
     memo.setdefault("same_object", getattr(rctx, "same_object", set()))
     memo.setdefault("shadow_globals", set(getattr(rctx, "shadow_globals", {})))
     memo.setdefault("private", getattr(rctx, "private_consts", set()))
+    memo.setdefault("inactive_globals", set(inactive))
     if argument_read_back(p, functions, memo, store):
         raise ADError("a pointer that carries derivatives is stored into memory without a "
                       "shadow that the caller set up (an enzyme_const argument: a context "

@@ -237,7 +237,8 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
     at the same place too, on either side: such a pair counts where it takes the same
     offsets and names the same field as the ``store`` (its TBAA struct path, or the
     struct its ``getelementptr`` indexes) -- or where either does not say -- unless the
-    global has a shadow (``memo["shadow_globals"]``: what it holds has shadows too), or
+    global has a shadow (``memo["shadow_globals"]``: what it holds has shadows too) or
+    is marked inactive (``memo["inactive_globals"]``), or
     the argument is one every call site binds to a local whose address goes nowhere else
     (``memo["private"]``).  A global read by name is the argument's object where a call
     site binds the argument to it (``same_object``)."""
@@ -246,10 +247,12 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
         aliases = memo["argument_paths"] = _parameter_paths(functions)
     shadowed = memo.get("shadow_globals", ())
     private = memo.get("private", ())
+    inactive = memo.get("inactive_globals", ())     # (their derivatives dropped on purpose)
 
     def paths(x):       # (a global with a shadow holds pointers with shadows)
         return [t for t in _paths(x, aliases)
-                if (t[0].global_ if isinstance(t[0], _Held) else t[0]) not in shadowed]
+                if (t[0].global_ if isinstance(t[0], _Held) else t[0]) not in shadowed
+                and getattr(t[0], "name", None) not in inactive]
     mine = paths(p)
     if not mine:
         return False
@@ -259,8 +262,9 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
             if not (isinstance(i, Load) and i.type.is_pointer):
                 continue
             for a, b in ((a, b) for a in mine for b in paths(i.operand(0))):
-                if not _same_place(a, b, same, private):
-                    continue
+                if a[0] is b[0] and isinstance(a[0], GlobalVariable) \
+                        or not _same_place(a, b, same, private):
+                    continue    # (a global written and read by name: pointer_read_back)
                 held = isinstance(a[0], _Held) or isinstance(b[0], _Held)
                 if (not held or store is not None and _same_field(store, i)) \
                         and may_access_floats(i):
