@@ -65,9 +65,10 @@ def _callees(fn, registry):
                 # redirects it to calls it through its pointer)
                 yield from (f for f in comparators(inst) if not registry.special(f.name))
             elif c is None and is_indirect(inst):
-                # what a function pointer or a vtable may reach (ad/dispatch.py)
-                yield from (f for f in candidates(fn.parent, inst)
-                            if not registry.special(f.name))
+                # what a function pointer or a vtable may reach (ad/dispatch.py); one
+                # with a rule, inactive or function-like gets a wrapper calling it
+                # directly (below), so the call through the pointer follows its rule
+                yield from candidates(fn.parent, inst)
             o = outlined_of(inst)   # the body of an OpenMP parallel region
             if o is not None and not o.is_declaration:
                 yield o
@@ -353,11 +354,14 @@ def _round(module, options, log) -> None:
             continue
         seen.add(f)
         closure.append(f)
-        work.extend(_callees(f, registry))
+        if not registry.special(f.name):    # (not differentiated through its body)
+            work.extend(_callees(f, registry))
     clones = {}
     from .dispatch import has_rule, rule_wrapper
     for f in closure:
-        if has_rule(f):     # a libm function an indirect call may reach
+        if has_rule(f) or registry.special(f.name):
+            # a libm function, or one with a custom rule (inactive, function-like),
+            # an indirect call may reach
             clones[f] = rule_wrapper(module, f)
             continue
         c = f.clone(f"{f.name}.enzyme", {})
@@ -378,8 +382,8 @@ def _round(module, options, log) -> None:
         for inst in c.instructions():
             if isinstance(inst, Call):
                 t = inst.called_function
-                if t in clones and not t.is_declaration:   # (a rule wrapper's callee stays)
-                    inst.callee = clones[t]
+                if t in clones and not (t.is_declaration or registry.special(t.name)):
+                    inst.callee = clones[t]     # (a rule wrapper's callee stays)
                 o = outlined_of(inst)
                 if o in clones:
                     inst.set_arg(2, clones[o])
