@@ -194,14 +194,19 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_libm_functions_through_pointers(tmp_path, opt):
-    # a libm function is a candidate through a wrapper that calls it directly (its rule)
-    r, exe = _build(tmp_path, "libmtab.c", LIBM_TABLE, opt, cxx=False)
+def _values(tmp_path, name, source, opt):
+    """Build the C program ``source``, run it, and parse its ``rev``/``fwd``/``fd`` lines."""
+    r, exe = _build(tmp_path, name, source, opt, cxx=False)
     assert r.returncode == 0, r.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    v = parse_values(out.stdout)
+    return parse_values(out.stdout)
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_libm_functions_through_pointers(tmp_path, opt):
+    # a libm function is a candidate through a wrapper that calls it directly (its rule)
+    v = _values(tmp_path, "libmtab.c", LIBM_TABLE, opt)
     _check(v)
     x = 0.37
     want = [2 * math.cos(2 * x) + math.exp(x), -2 * math.sin(2 * x) + 2 * x,
@@ -366,11 +371,7 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_functions_with_rules_through_pointers(tmp_path, opt):
-    r, exe = _build(tmp_path, "rules.c", RULES_TABLE, opt, cxx=False)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    v = parse_values(out.stdout)
+    v = _values(tmp_path, "rules.c", RULES_TABLE, opt)
     a = 0.5
     want = [2 * math.sqrt(5.0),             # the rules' (doubled) derivative of hyp(a, 2a)
             10 * a + 2 * a,                 # scale_log inactive: its value times d(a)/da

@@ -1311,12 +1311,12 @@ int main(void) {
 # -O1..-O3, silently: the read through the argument was forwarded from the store, the
 # one through the global looked like constant data), and the other way round, a
 # pointer stored through the global and read back through the argument.
-CONTEXT_READ_THROUGH_GLOBAL = r"""
+CONTEXT_THROUGH_GLOBAL = r"""
 typedef struct { const double *theta; } params;
 params *g_params;
-static double term(const params *p) { return p->theta[1] * g_params->theta[0]; }
+__attribute__((noinline)) static double term(const params *p) { return TERM; }
 double f(const double *theta, params *mp) {
-    mp->theta = theta;
+    STORE = theta;
     return term(mp);
 }
 int main(void) {
@@ -1328,25 +1328,10 @@ int main(void) {
     return 0;
 }
 """
-CONTEXT_STORED_THROUGH_GLOBAL = r"""
-typedef struct { const double *theta; } params;
-params *g_params;
-__attribute__((noinline)) static double term(const params *p) {
-    return p->theta[1] * p->theta[0];
-}
-double f(const double *theta, params *mp) {
-    g_params->theta = theta;
-    return term(mp);
-}
-int main(void) {
-    static params MP;
-    g_params = &MP;
-    double th[2] = { 3.0, 5.0 }, dth[2] = { 0 };
-    __enzyme_autodiff((void *)f, enzyme_dup, th, dth, enzyme_const, &MP);
-    printf("%g %g\n", dth[0], dth[1]);
-    return 0;
-}
-"""
+CONTEXT_READ_THROUGH_GLOBAL = CONTEXT_THROUGH_GLOBAL.replace(
+    "TERM", "p->theta[1] * g_params->theta[0]").replace("STORE", "mp->theta")
+CONTEXT_STORED_THROUGH_GLOBAL = CONTEXT_THROUGH_GLOBAL.replace(
+    "TERM", "p->theta[1] * p->theta[0]").replace("STORE", "g_params->theta")
 # Round BJ: the context is a global the call site passes (`&C`) and the code reads it by
 # name (0 for 6, silently; Enzyme 15 too) -- or through a `static` pointer to it, which
 # LLVM folds into a read by name at -O1 and above.

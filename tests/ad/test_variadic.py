@@ -11,8 +11,12 @@ program's own calls keep the real calling convention.
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
+from helpers import enzyme_cc
 from test_never_silent import build_error, run
 
 OPTS = ["-O0", "-O1", "-O2", "-O3"]
@@ -175,3 +179,45 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O2", "-O2 -fenzyme-preopt=0"])
 def test_struct_in_memory_then_pointer(tmp_path, opt):
     run(tmp_path, STRUCT_THEN_POINTER, opt)
+
+
+# Round BK: C++ calls a variadic helper that may throw with `invoke` (inside a try, or
+# where a temporary std::string is live); its replacement lost the unwind edge and the
+# block its terminator (LLVM could not parse the module).
+INVOKED = r"""
+#include <cstdarg>
+#include <cstdio>
+#include <cmath>
+extern "C" double __enzyme_autodiff(void *, ...);
+int enzyme_out;
+__attribute__((noinline)) double vsum(int n, ...) {
+    va_list ap; va_start(ap, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += va_arg(ap, double);
+    va_end(ap);
+    if (s > 1e300) throw 1;
+    return s;
+}
+double f(double x) {
+    double r;
+    try { r = vsum(2, x * x, std::sin(x)); }
+    catch (...) { r = 0; }
+    return r;
+}
+int main() {
+    double x = 0.7, g = __enzyme_autodiff((void *)f, enzyme_out, x);
+    printf("%.15g %.15g\n", g, 2 * x + std::cos(x));
+    return std::fabs(g - (2 * x + std::cos(x))) > 1e-12;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_variadic_helper_called_by_invoke(tmp_path, opt):
+    src = Path(tmp_path) / "inv.cpp"
+    src.write_text(INVOKED)
+    exe = Path(tmp_path) / "inv"
+    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
