@@ -21,10 +21,12 @@ expanded ``va_arg`` merges then all come from the slots.)  A ``va_list`` handed 
 another function (``vsum(n, ap)``, ``vfprintf``) is read the same way by it.
 
 Arguments take the places the ABI gives them there: 8-byte slots, 16-byte aligned for
-``long double`` and ``__int128``, a struct passed ``byval`` copied in whole (a struct of
-two doubles, which clang passes as two doubles, lands in two slots: what ``va_arg`` of
-the struct reads).  Left as they are (and refused where derivatives pass): other
-targets, calls through pointers, ``va_arg`` instructions clang did not expand.
+``long double`` and ``__int128``, a struct passed ``byval`` copied in whole, field by
+field in the fields' types (a struct of two doubles, which clang passes as two doubles,
+lands in two slots: what ``va_arg`` of the struct reads).  A call on a path that
+returns no more calls the original function, which runs as the program's.  Left as
+they are (and refused where derivatives pass): other targets, calls through pointers,
+``va_arg`` instructions clang did not expand.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from .emit import Emitter
 
 __all__ = ["expand_variadics"]
 
-_VA = ("llvm.va_start", "llvm.va_end", "llvm.va_copy")
 _GP_USED, _FP_USED = 48, 176       # SysV: the offsets past the last register slot
 _SLOT = 8
 
@@ -71,8 +72,9 @@ def expand_variadics(module, copies) -> int:
                 c.callee = original[fn]
             else:
                 kept.append(c)
-        _expand(module, fn, kept)
-        n += 1
+        if kept:
+            _expand(module, fn, kept)
+            n += 1
     return n
 
 
