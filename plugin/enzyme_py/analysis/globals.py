@@ -238,10 +238,10 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
     offsets and names the same field as the ``store`` (its TBAA struct path, or the
     struct its ``getelementptr`` indexes) -- or where either does not say -- unless the
     global has a shadow (``memo["shadow_globals"]``: what it holds has shadows too) or
-    is marked inactive (``memo["inactive_globals"]``), or
-    the argument is one every call site binds to a local whose address goes nowhere else
-    (``memo["private"]``).  A global read by name is the argument's object where a call
-    site binds the argument to it (``same_object``)."""
+    is marked inactive (``memo["inactive_globals"]``), or the argument is one every
+    call site binds to a local whose address goes nowhere else (``memo["private"]``).
+    A global read by name is the argument's object where a call site binds the argument
+    to it (``same_object``)."""
     aliases = memo.get("argument_paths")
     if aliases is None:
         aliases = memo["argument_paths"] = _parameter_paths(functions)
@@ -250,9 +250,7 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
     inactive = memo.get("inactive_globals", ())     # (their derivatives dropped on purpose)
 
     def paths(x):       # (a global with a shadow holds pointers with shadows)
-        return [t for t in _paths(x, aliases)
-                if (t[0].global_ if isinstance(t[0], _Held) else t[0]) not in shadowed
-                and getattr(t[0], "name", None) not in inactive]
+        return [t for t in _paths(x, aliases) if not _exempt(t[0], shadowed, inactive)]
     mine = paths(p)
     if not mine:
         return False
@@ -270,6 +268,13 @@ def argument_read_back(p, functions, memo: dict, store=None) -> bool:
                         and may_access_floats(i):
                     return True
     return False
+
+
+def _exempt(root, shadowed, inactive) -> bool:
+    """Whether a path's root is (or is held in) a global with a shadow or marked
+    inactive."""
+    g = root.global_ if isinstance(root, _Held) else root
+    return isinstance(g, GlobalVariable) and (g in shadowed or g.name in inactive)
 
 
 class _Held:
