@@ -346,6 +346,9 @@ def _round(module, options, log) -> None:
     # derivative code of an earlier round takes its buffers from plain malloc/free
     # instead of the pool (see runtime.unpool)
     work = [s.fn for s in sites if s.mode != "batch"]
+    # (a function given to an entry point is differentiated through its body even where
+    # calls to it are not: an inactive one asked for directly, as Enzyme does)
+    entries = set(work)
     closure = []
     seen = set()
     while work:
@@ -354,12 +357,12 @@ def _round(module, options, log) -> None:
             continue
         seen.add(f)
         closure.append(f)
-        if not registry.special(f.name):    # (not differentiated through its body)
-            work.extend(_callees(f, registry))
+        if f in entries or not registry.special(f.name):
+            work.extend(_callees(f, registry))  # (not through a rule's function's body)
     clones = {}
     from .dispatch import has_rule, rule_wrapper
     for f in closure:
-        if has_rule(f) or registry.special(f.name):
+        if has_rule(f) or registry.special(f.name) and f not in entries:
             # a libm function, or one with a custom rule (inactive, function-like),
             # an indirect call may reach
             clones[f] = rule_wrapper(module, f)
