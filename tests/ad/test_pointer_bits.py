@@ -93,6 +93,39 @@ int main(void) {
 
 
 # reverse, forward and central differences of f at p, one line per component
+# Round BM: Eigen's `2.0 * v` -- clang -O2 copies the evaluator, `{double, const
+# Vector2d *}`, as one `<2 x double>` and takes the vector's address back out of lane 1
+# (`bitcast` to `<2 x i64>`, `extractelement`, `inttoptr`): that pointer had no shadow,
+# and the gradient through every `scalar * vector` was 0, silently, at -O2 and -O3.  The
+# C version builds the same IR by hand, at every level.
+SCALAR_TIMES_VECTOR = r"""
+#include <Eigen/Dense>
+#include <cmath>
+#include <cstdio>
+extern "C" { int enzyme_dup; void __enzyme_autodiff(void *, ...); double __enzyme_fwddiff(void *, ...); }
+static double f(const double *p) {
+    Eigen::Vector2d a(p[0] * p[0], p[1] * p[2]);
+    Eigen::Vector2d w = 2.0 * a;
+    Eigen::Vector4d b(p[0], p[1], std::sin(p[2]), p[0] * p[1]);
+    Eigen::Vector4d z = 3.0 * b;
+    return w(0) + w(1) * w(0) + z.squaredNorm();
+}
+"""
+VECTOR_LANE = r"""
+#include <cstdio>
+#include <cstring>
+extern "C" { int enzyme_dup; void __enzyme_autodiff(void *, ...); double __enzyme_fwddiff(void *, ...); }
+typedef double v2 __attribute__((vector_size(16)));
+typedef long long l2 __attribute__((vector_size(16)));
+struct expr { double c; const double *v; };      /* "c * a": a scalar and a reference */
+static double f(const double *p) {
+    double a[2] = {p[0] * p[0], p[1] * p[2]};
+    expr e = {2.0, a};
+    v2 raw; std::memcpy(&raw, &e, 16);
+    const double *q = (const double *)((l2)raw)[1];
+    return raw[0] * q[0] + q[1] * q[0];
+}
+"""
 CHECK_MAIN = r"""
 int main() {
     double p[3] = {0.3, -0.4, 0.8};
@@ -133,3 +166,14 @@ def test_pointer_bits_changed_as_an_integer_is_an_error(tmp_path, opt):
     r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path)
     assert r.returncode != 0 and not exe.exists()
     assert "'inttoptr' makes a pointer out of an integer" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_a_pointer_taken_out_of_a_vector_lane(tmp_path, opt):
+    _check(tmp_path, VECTOR_LANE, opt)
+
+
+@pytest.mark.skipif(not EIGEN.is_dir(), reason="needs Eigen (libeigen3-dev)")
+@pytest.mark.parametrize("opt", ["-O2", "-O3"])
+def test_eigen_scalar_times_vector(tmp_path, opt):
+    _check(tmp_path, SCALAR_TIMES_VECTOR, opt, [f"-I{EIGEN}"])

@@ -723,15 +723,49 @@ def _retype_pointer_store(st, module) -> bool:
     return True
 
 
+def _retype_pointer_lane(c, module) -> bool:
+    """``inttoptr (extractelement (bitcast (load <N x T> p)), k)``: a pointer read out of
+    one lane of a vector load (clang -O2 copies Eigen's ``2.0 * v`` evaluator, ``{double,
+    const Vector2d *}``, as a ``<2 x double>``, and takes the vector back out of lane 1):
+    a pointer load of the lane's bytes, placed right after the vector load (the same
+    bytes at the same point), for the ``inttoptr``."""
+    from ..ir.instructions import ExtractElement
+    from ..ir.values import ConstantInt
+    from .emit import Emitter
+    x = c.operand(0)
+    if not (isinstance(x, ExtractElement) and isinstance(x.operand(1), ConstantInt)
+            and _pointer_sized(x.type, module)):
+        return False
+    v = x.operand(0)
+    if isinstance(v, Cast) and v.opcode == "bitcast":
+        v = v.operand(0)
+    dl = module.datalayout
+    if not (isinstance(v, Load) and v.type.is_vector) or v.volatile or v.ordering \
+            or dl.store_size(v.type) != dl.store_size(x.operand(0).type):
+        return False
+    e = Emitter(module)
+    e.position_after(v)
+    at = x.operand(1).value * (x.type.width // 8)
+    new = e.load(T.ptr, e.gep_bytes(v.operand(0), at) if at else v.operand(0))
+    c.replace_all_uses_with(new)
+    c.erase()
+    return True
+
+
 def retype_pointer_moves(fn) -> int:
     """Give the pointer-sized integer loads of ``fn`` (a private copy about to be
     differentiated) that only ``inttoptr`` their value, and the stores of a ``ptrtoint``,
-    the pointer type (see above); return how many were rewritten."""
+    the pointer type, and read a pointer taken out of a vector load's lane from memory
+    (see above); return how many were rewritten."""
     module = fn.parent
     n = 0
     for i in list(fn.instructions()):
+        if i.parent is None:
+            continue    # (erased by an earlier rewrite of this loop)
         if isinstance(i, Load) and i.type.is_int:
             n += _retype_pointer_load(i, module) or _retype_pointer_copy(i, module)
         elif isinstance(i, Store):
             n += _retype_pointer_store(i, module)
+        elif isinstance(i, Cast) and i.opcode == "inttoptr" and i.type == T.ptr:
+            n += _retype_pointer_lane(i, module)
     return n
