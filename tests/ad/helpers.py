@@ -19,10 +19,13 @@ def enzyme_cc(args, cwd, cxx=False):
                           capture_output=True, text=True, timeout=300)
 
 
-def build_and_run(tmp_path, source, opt="-O2", extra=(), runner=()):
-    src = Path(tmp_path) / "prog.c"
+def build_and_run(tmp_path, source, opt="-O2", extra=(), runner=(), cxx=False):
+    """Build ``source`` (C, or C++ with ``cxx``) at ``opt`` and run it: the finished
+    process.  ``opt`` may hold several flags (``"-O2 -g"``)."""
+    src = Path(tmp_path) / ("prog.cpp" if cxx else "prog.c")
     src.write_text(source)
-    r = enzyme_cc([opt, str(src), "-o", str(Path(tmp_path) / "prog"), "-lm", *extra], tmp_path)
+    r = enzyme_cc([*opt.split(), str(src), "-o", str(Path(tmp_path) / "prog"), "-lm", *extra],
+                  tmp_path, cxx=cxx)
     assert r.returncode == 0, r.stderr
     out = subprocess.run([*runner, str(Path(tmp_path) / "prog")], capture_output=True,
                          text=True, timeout=120)

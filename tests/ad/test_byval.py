@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import enzyme_cc
+from helpers import build_and_run, enzyme_cc
 from test_never_silent import PRELUDE, run
 
 C_PROGRAM = PRELUDE + r"""
@@ -86,12 +86,7 @@ def test_struct_by_value_updated_by_a_call(tmp_path, opt):
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_cxx_value_object_scaled_by_a_member(tmp_path, opt):
-    src = Path(tmp_path) / "v.cpp"
-    src.write_text(CXX_PROGRAM)
-    exe = Path(tmp_path) / "v"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, CXX_PROGRAM, opt, cxx=True)
     rev, fwd, want = (float(t) for t in out.stdout.split())
     assert rev == pytest.approx(want, rel=1e-13) and fwd == pytest.approx(want, rel=1e-13)
 
@@ -558,12 +553,7 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_ik_solver_taking_std_array_by_value(tmp_path, opt):
-    src = Path(tmp_path) / "ik.cpp"
-    src.write_text(IK_PROGRAM)
-    exe = Path(tmp_path) / "ik"
-    r = enzyme_cc([opt, "-std=c++17", str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, IK_PROGRAM, opt, extra=("-std=c++17",), cxx=True)
     assert "RESULT OK" in out.stdout and "FAIL" not in out.stdout, out.stdout
 
 

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import enzyme_cc, parse_values
+from helpers import build_and_run, enzyme_cc, parse_values
 
 PROGRAM = r"""
 #include <cmath>
@@ -155,12 +155,7 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_exception_caught_inside_an_inactive_helper(tmp_path, opt):
-    src = Path(tmp_path) / "c.cpp"
-    src.write_text(CAUGHT_INSIDE)
-    exe = Path(tmp_path) / "c"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, CAUGHT_INSIDE, opt, cxx=True)
     assert out.returncode == 0, out.stderr
     assert [float(v) for v in out.stdout.split()] == pytest.approx([1.7, 1.7, 1.0, 1.0],
                                                                    rel=1e-14)
@@ -192,12 +187,7 @@ int main(int argc, char **) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_call_sites_merged_into_one_invoke_on_a_select(tmp_path, opt):
-    src = Path(tmp_path) / "chosen.cpp"
-    src.write_text(CHOSEN_INVOKE)
-    exe = Path(tmp_path) / "chosen"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, CHOSEN_INVOKE, opt, cxx=True)
     v = parse_values(out.stdout)
     assert v["d0"] == [2.0, 4.0, 6.0], out.stdout     # argc = 1: f, then g
     assert v["d1"] == [3.0, 12.0, 27.0], out.stdout
@@ -244,12 +234,7 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_exception_messages_built_on_throw_paths(tmp_path, opt):
-    src = Path(tmp_path) / "m.cpp"
-    src.write_text(MESSAGE_ON_THROW_PATH)
-    exe = Path(tmp_path) / "m"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, MESSAGE_ON_THROW_PATH, opt, cxx=True)
     assert out.returncode == 0, out.stderr
     s, y = math.exp(0.5), -0.3
     want = [-s + 2 + y * y * s, 2 * y * s, -s + 2 + y * y * s]
@@ -305,12 +290,7 @@ int main() {
 def test_values_formatted_on_throw_paths(tmp_path, opt):
     # (with -g a named local's debug record is among its uses: an internal error until
     # round AY's program met it)
-    src = Path(tmp_path) / "v.cpp"
-    src.write_text(VALUES_ON_THROW_PATH)
-    exe = Path(tmp_path) / "v"
-    r = enzyme_cc([*opt.split(), str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, VALUES_ON_THROW_PATH, opt, cxx=True)
     assert out.returncode == 0, out.stderr
     y, mu, s = [1.5, 2.0, 0.7], 0.3, 0.8
     z = [(math.log(v) - mu) / s for v in y]

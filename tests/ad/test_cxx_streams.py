@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import enzyme_cc
+from helpers import build_and_run, enzyme_cc
 
 PROGRAM = r"""
 #include <cmath>
@@ -53,12 +53,7 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_stream_output_inside_differentiated_code(tmp_path, opt):
-    src = Path(tmp_path) / "s.cpp"
-    src.write_text(PROGRAM)
-    exe = Path(tmp_path) / "s"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, PROGRAM, opt, cxx=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 3 and lines[0].startswith("probe: x=0.") and "step 4" in lines[0]

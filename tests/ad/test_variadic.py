@@ -11,12 +11,10 @@ program's own calls keep the real calling convention.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from helpers import enzyme_cc
+from helpers import build_and_run
 from test_never_silent import build_error, run
 
 OPTS = ["-O0", "-O1", "-O2", "-O3"]
@@ -214,10 +212,5 @@ int main() {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_variadic_helper_called_by_invoke(tmp_path, opt):
-    src = Path(tmp_path) / "inv.cpp"
-    src.write_text(INVOKED)
-    exe = Path(tmp_path) / "inv"
-    r = enzyme_cc([opt, str(src), "-o", str(exe)], tmp_path, cxx=True)
-    assert r.returncode == 0, r.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    out = build_and_run(tmp_path, INVOKED, opt, cxx=True)
     assert out.returncode == 0, out.stdout + out.stderr
