@@ -18,7 +18,7 @@ from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_address,
                    sync_text_objects)
-from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
+from .errors import (ADError, external_call_error, indirect_call_error, no_shadow_rule_error,
                      check_copy_into_unshadowed, check_pointer_escape, unshadowed_atomic_error,
                      unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
@@ -508,9 +508,7 @@ class AugmentedForward:
                 gen.out_shadows[inst] = S
             return
         args = inst.args
-        involved = any(a in act.active or a in act.shadowed for a in args) \
-            or inst in act.active or inst in act.shadowed \
-            or act.touches_shadow_globals(inst)
+        involved = act.involved(inst)
         if ekind == "sort":
             if args[0] in act.shadowed:
                 aug_qsort(self.gen, inst, A)   # ad/sort.py
@@ -635,9 +633,7 @@ class AugmentedForward:
         if ekind in ("inactive", "writes"):
             return
         if callee is None:
-            raise NoDerivativeError("indirect call with active arguments cannot be "
-                                    "differentiated", location=self.ctx.err_loc(inst),
-                                    hint="call the function directly")
+            raise indirect_call_error(inst, self.ctx.err_loc(inst))
         raise external_call_error(name, self.ctx.err_loc(inst), forward=False)
 
     def _mem_kind(self, inst):

@@ -160,6 +160,24 @@ def no_shadow_rule_error(inst, location) -> ADError:
     return ADError(f"no shadow rule for '{inst.opcode}' producing a pointer", location=location)
 
 
+def indirect_call_error(inst, location) -> NoDerivativeError:
+    """The error for an active call that names no function: inline assembly (its own
+    text, and what avoids it), or a pointer no candidate function was found for."""
+    from ..analysis.effects import inline_asm_code
+    code = inline_asm_code(inst)
+    if code is not None:
+        return NoDerivativeError(
+            f"inline assembly '{code}' computes values that carry derivatives and has no "
+            "derivative rule", location=location,
+            hint="write the operation in C, or give the function that contains it a "
+                 "custom derivative (__enzyme_register_gradient_<name>); where its result "
+                 "only feeds comparisons, optimising (-O1 and above) lets EnzymePy see "
+                 "that; Eigen's SSE code uses inline assembly under clang: "
+                 "-DEIGEN_DONT_VECTORIZE avoids it")
+    return NoDerivativeError("indirect call with active arguments cannot be differentiated",
+                             location=location, hint="call the function directly")
+
+
 def external_call_error(name: str, location, forward: bool) -> MissingDefinitionError:
     """The error for an active call to a function with no body and no rule: how to
     provide one (a definition, a registered rule, or marking it inactive) -- except for

@@ -37,9 +37,9 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
-from .errors import (ADError, NoDerivativeError, external_call_error, no_shadow_rule_error,
-                     struct_return_error, unshadowed_atomic_error, unshadowed_store_error,
-                     check_copy_into_unshadowed, check_pointer_escape)
+from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
+                     no_shadow_rule_error, struct_return_error, unshadowed_atomic_error,
+                     unshadowed_store_error, check_copy_into_unshadowed, check_pointer_escape)
 from .kinds import check as check_kind, check_never
 from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
@@ -227,12 +227,6 @@ class ForwardGen:
     def _next(self, A):
         blk = A.parent
         return blk.instructions[blk.index_of(A) + 1]
-
-    def _involved(self, inst):
-        act = self.act
-        return (any(a in act.active or a in act.shadowed for a in inst.args)
-                or inst in act.active or inst in act.shadowed
-                or act.touches_shadow_globals(inst))
 
     # ------------------------------------------------------------ visitor
     def _inst(self, inst, A):
@@ -623,7 +617,7 @@ class ForwardGen:
                     self.P in getattr(self.ctx.rctx, "entries", ())
                     and act.write_only_argument(args[0]))
             return
-        if not self._involved(inst):
+        if not self.act.involved(inst):
             self.ctx.rctx.call_original(A)
             return
         if returns_text(name):
@@ -669,9 +663,7 @@ class ForwardGen:
             self._defined(inst, A, None)   # every candidate (ad/dispatch.py)
             return
         if callee is None:
-            raise NoDerivativeError("indirect call with active arguments cannot be "
-                                    "differentiated", location=self.ctx.err_loc(inst),
-                                    hint="call the function directly")
+            raise indirect_call_error(inst, self.ctx.err_loc(inst))
         if orig in reg.gradients:
             raise NoDerivativeError(
                 f"'{orig}' has a reverse-mode rule (__enzyme_register_gradient_{orig}) but "

@@ -29,7 +29,8 @@ generators refuse).
 Backward ("up") reasoning then keeps only the values whose derivative can matter:
 a floating-point value stays active if it reaches an *output* through
 floating-point arithmetic (binary and unary operators, casts, phis, selects,
-aggregate and vector element operations, calls of pure math functions): a store
+aggregate and vector element operations, calls of pure math functions, inline
+assembly without memory effects): a store
 (into any memory), an argument of any other call, an atomic operation, or the
 return value when the caller asks for its derivative (``ret_active``).  A value
 whose only uses are comparisons, conversions to integers or other values that
@@ -70,7 +71,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                FCmp, ICmp)
 from ..ir.values import Argument
 from ..ir.walk import BoundedWalk
-from .effects import ALLOC_NAMES, FREE_NAMES, call_effect, text_only
+from .effects import ALLOC_NAMES, FREE_NAMES, call_effect, pure_inline_asm, text_only
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
            "constant_leaves", "underlying_object", "pointer_aggregate", "code_pointer",
@@ -431,6 +432,18 @@ class Activity:
             return "active" if self._any_active([v for v, _ in i.incoming]) else None
         return None
 
+    def involved(self, call) -> bool:
+        """Whether derivative code concerns ``call``: an argument or its result carries
+        a derivative or a shadow, or it touches globals with a shadow -- for a call that
+        only computes its result (``effects.pure_inline_asm``), only where that result
+        is active: with its operands active but its result only compared, it runs as
+        the program's."""
+        if pure_inline_asm(call):
+            return call in self.active
+        return (any(a in self.active or a in self.shadowed for a in call.args)
+                or call in self.active or call in self.shadowed
+                or self.touches_shadow_globals(call))
+
     def write_only_argument(self, p) -> bool:
         """Whether ``p`` points into an argument without a shadow that this function only
         stores values without pointers into (or copies memory into), or compares: an
@@ -676,7 +689,8 @@ def _copy_into(call) -> bool:
 def _role(i, inactive_fns) -> str:
     """What instruction ``i`` does with the derivatives of its operands:
     ``"transform"`` -- it only computes its result from them (arithmetic, casts,
-    phis, math library calls without a second result written through a pointer):
+    phis, math library calls without a second result written through a pointer,
+    inline assembly that only computes its result: ``effects.pure_inline_asm``):
     they matter only if its result's does; ``"none"`` -- none flows through
     (calls the call-effects table or the user declares inactive: ``printf`` of an
     error estimate); ``"output"`` -- anything else (stores, other calls, atomics,
@@ -688,7 +702,7 @@ def _role(i, inactive_fns) -> str:
         if name in inactive_fns:
             return "none"
         eff = call_effect(name)
-        if eff is not None and eff.kind == "math" and not eff.writes:
+        if eff is not None and eff.kind == "math" and not eff.writes or pure_inline_asm(i):
             return "transform"
         if eff is not None and eff.kind in _NO_DERIVATIVE_ARGS:
             return "none"

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 
 __all__ = ["CallEffect", "call_effect", "text_only", "libcxx_sort_element", "libm_base",
            "PURE_MATH", "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names",
-           "MPI_SIGNATURES", "mpi_base", "mpi_writes"]
+           "MPI_SIGNATURES", "mpi_base", "mpi_writes", "pure_inline_asm", "inline_asm_code"]
 
 
 @dataclass(frozen=True)
@@ -515,6 +515,43 @@ def text_only(call) -> bool:
     eff = call_effect(call.callee_name or "")
     return eff is not None and (eff.kind == "inactive" or eff.kind == "writes" and all(
         size[0] == "cstr" for _, size in eff.writes))
+
+
+def inline_asm_code(call) -> str | None:
+    """The assembly text of ``call``'s inline-asm callee (``maxpd $1, $0``), or None
+    where the callee is not inline assembly."""
+    from ..ir.values import InlineAsm
+    c = call.callee
+    if not isinstance(c, InlineAsm):
+        return None
+    m = re.search(r'"((?:[^"\\]|\\.)*)"', c.text)
+    return m.group(1) if m else c.text
+
+
+def pure_inline_asm(call) -> bool:
+    """Whether ``call`` runs inline assembly that only computes its result from its
+    operands (Eigen's SSE ``maxpd``): no ``sideeffect``, no ``~{memory}`` clobber, no
+    operand in memory (``*m``), no pointer in or out.  Its result then carries a
+    derivative only through what uses it: where that is only comparisons (a
+    convergence test on ``maxCoeff()``) nothing needs its derivative."""
+    if inline_asm_code(call) is None:
+        return False
+    text = call.callee.text
+    head = text.split('"', 1)[0]
+    constraints = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
+    cons = constraints[1] if len(constraints) > 1 else ""
+    if "sideeffect" in head or "~{memory}" in cons or "*" in cons:
+        return False
+    return not any(_has_pointer(a.type) for a in call.args) \
+        and not _has_pointer(call.type)
+
+
+def _has_pointer(ty) -> bool:
+    if ty.is_pointer:
+        return True
+    if ty.is_vector or ty.is_array:
+        return _has_pointer(ty.element)
+    return ty.is_struct and any(_has_pointer(t) for t in ty.elements)
 
 
 def returns_text(name: str) -> bool:
