@@ -456,7 +456,7 @@ def _round(module, options, log) -> None:
                    if not any(isinstance(u.user, Call) and u.user.callee is f for u in f.uses)}
     ctx.hooks = CallHooks(registry)
     ctx.shadow_globals = _shadow_globals(module, list(clone_of.values()), registry,
-                                         _entry_kinds(sites, clone_of))
+                                         _entry_kinds(sites, clone_of), rename)
     ctx.same_object = _same_object_consts(sites, clone_of)   # see errors.check_pointer_escape
     ctx.private_consts = _private_consts(sites, clone_of)
     ctx.shadow_lanes = {}       # (global, lane >= 1) -> its shadow in vector forward mode
@@ -595,16 +595,26 @@ def _private_consts(sites, clone_of) -> set:
     return {a for a, private in seen.items() if private}
 
 
-def _shadow_globals(module, functions, registry, entry_kinds) -> dict:
+def _shadow_globals(module, functions, registry, entry_kinds, names) -> dict:
     """Shadow globals for the writable globals that hold active intermediates, or
     pointers to them (see analysis/globals.py): zero-initialised internal globals of
-    the same type."""
-    from ..analysis.globals import scratch_globals
+    the same type (thread-local for a thread-local one; ``names``: copy -> original
+    name, for messages)."""
+    from ..analysis.globals import scratch_globals, shadow_linkage, thread_local_in_parallel
     from ..ir.values import ZeroInit
+    from .errors import ADError, inst_location
     out = {}
     for g in scratch_globals(functions, registry.inactive_globals, entry_kinds):
+        inst = thread_local_in_parallel(g, functions)
+        if inst is not None:
+            raise ADError(f"the thread-local variable '{g.name}' holds values that carry "
+                          "derivatives inside an OpenMP parallel region: the other "
+                          "threads' shadows of it cannot be cleared before each derivative "
+                          "call", location=inst_location(inst, names),
+                          hint="keep the per-thread values in a local variable of the "
+                               "region (or an array indexed by omp_get_thread_num())")
         out[g] = module.add_global(f"{g.name}.enzyme_shadow", g.value_type,
-                                   ZeroInit(g.value_type), linkage="internal",
+                                   ZeroInit(g.value_type), linkage=shadow_linkage(g),
                                    align=g.align or 16)
     return out
 
@@ -644,7 +654,10 @@ def _zero_shadow_globals(module, shadows, call) -> None:
     e.position_before(call)
     dl = module.datalayout
     for s in shadows.values():
-        memset0(e, s, ConstantInt(T.i64, dl.size_in_bytes(s.value_type)))
+        n = ConstantInt(T.i64, dl.size_in_bytes(s.value_type))
+        if "thread_local" in (s.prefix or ""):    # the calling thread's copy
+            s = e.call(e.declare("llvm.threadlocal.address.p0", T.ptr, [T.ptr]), [s])
+        memset0(e, s, n)
 
 
 def _optimize_reached(module, names, log) -> str:

@@ -479,10 +479,11 @@ class ForwardGen:
         rctx = self.ctx.rctx
         got = rctx.shadow_lanes.get((g, k))
         if got is None:
+            from ..analysis.globals import shadow_linkage
             from ..ir.values import ZeroInit
             got = rctx.shadow_lanes[(g, k)] = rctx.module.add_global(
                 f"{g.name}.enzyme_shadow.{k}", g.value_type, ZeroInit(g.value_type),
-                linkage="internal", align=g.align or 16)
+                linkage=shadow_linkage(g), align=g.align or 16)
         return got
 
     def _own_guard(self, p, s):

@@ -315,6 +315,11 @@ for _n in MIRRORED:
     _TABLE[_n] = CallEffect("mirror", "walks or relinks the nodes of a red-black tree "
                                       "or a list (pointers only)")
 
+# the calling thread's copy of a thread-local variable: of a shadow global (itself
+# thread-local), the same call gives the thread's shadow
+_TLS_ADDRESS = CallEffect("mirror", "the address of the calling thread's copy of a "
+                                    "thread-local variable")
+
 _TABLE["qsort"] = CallEffect("sort", "sorts an array in place: moves whole elements")
 _TABLE["qsort_r"] = CallEffect("sort", "sorts an array in place (GNU qsort_r: the comparator "
                                "takes a third argument): moves whole elements")
@@ -476,6 +481,8 @@ def call_effect(name: str):
     if name.startswith(("MPI_", "PMPI_")):
         return _mpi_effect(name)
     if name.startswith("llvm."):
+        if name.startswith("llvm.threadlocal.address"):
+            return _TLS_ADDRESS
         mem = mem_intrinsic(name)
         if mem is not None:
             return _TABLE[mem]

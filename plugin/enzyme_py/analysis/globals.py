@@ -35,7 +35,10 @@ The shadow holds what the global's derivative holds during one derivative call; 
 call sites zero it before each reverse, forward and augmented-forward call (see
 ``ad/__init__.py``), so a value that was in the global before the call has derivative
 zero, and adjoints never leak from one call into the next.  Like the global itself, the
-shadow is shared by all threads.
+shadow is shared by all threads -- and a thread-local global's (``_Thread_local``, reached
+through ``llvm.threadlocal.address``) is thread-local: each thread's copy has its own
+shadow, which the call sites zero for the calling thread; one used inside an OpenMP
+parallel region is refused (``thread_local_in_parallel``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
 __all__ = ["global_base", "kept_in_globals", "may_access_floats", "pointer_read_back",
-           "scratch_globals", "shadow_constant", "touches"]
+           "scratch_globals", "shadow_constant", "shadow_linkage", "thread_local_in_parallel",
+           "touches"]
 
 _MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
 
@@ -97,11 +101,12 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
         for inst in fn.instructions():
             gs = ()
             if isinstance(inst, Store) and floatish(inst.operand(0).type):
-                gs = _bases(inst.operand(1), passed)
+                gs = _bases(inst.operand(1), passed, tls=True)
             elif isinstance(inst, AtomicRMW) and floatish(inst.operand(1).type):
-                gs = _bases(inst.operand(0), passed)
+                gs = _bases(inst.operand(0), passed, tls=True)
             elif isinstance(inst, Call) and (inst.callee_name or "").startswith(_MEMCOPY):
-                gs = [d for d in _bases(inst.args[0], passed) if floatish(d.value_type)]
+                gs = [d for d in _bases(inst.args[0], passed, tls=True)
+                      if floatish(d.value_type)]
             elif isinstance(inst, Store) and inst.operand(0).type.is_pointer:
                 v = inst.operand(0)
                 # by name, or through a pointer to it a caller passes (a setter on a
@@ -139,6 +144,40 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
             for b in held:
                 out[b] = True
     return list(out)
+
+
+def shadow_linkage(g) -> str:
+    """The linkage of ``g``'s shadow global: internal, and thread-local where ``g`` is
+    (each thread's copy of the global has its own shadow, reached through the same
+    ``llvm.threadlocal.address``: a per-thread accumulator stays per thread)."""
+    return "internal thread_local" if "thread_local" in (g.prefix or "") else "internal"
+
+
+def thread_local_in_parallel(g, functions):
+    """An instruction of an OpenMP parallel region among ``functions`` (an outlined body
+    ``__kmpc_fork_call`` runs, or a function it calls) that uses the thread-local
+    global ``g``, else None.  The call sites zero a shadow global before each derivative
+    call on the calling thread only: the copies of the region's other threads would
+    keep the adjoints an earlier call left there."""
+    if "thread_local" not in (g.prefix or ""):
+        return None
+    fns = set(functions)
+    work = [a for fn in functions for i in fn.instructions()
+            if isinstance(i, Call) and (i.callee_name or "") == "__kmpc_fork_call"
+            for a in i.args[2:3] if isinstance(a, Function) and a in fns]
+    seen = set()
+    while work:
+        fn = work.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        for i in fn.instructions():
+            if any(o is g for o in i.operands):
+                return i
+            c = i.called_function if isinstance(i, Call) else None
+            if c is not None and c in fns:
+                work.append(c)
+    return None
 
 
 def _roots_passed(functions) -> dict:
