@@ -463,12 +463,39 @@ double mlp(const double *x, int n) {
 """, "mlp", [0.4, -0.3, 0.9, 0.2])
 
 
+# Model parameters by name, as configuration code keeps them: std::map and
+# std::unordered_map keyed by std::string, short keys and keys long enough to live on
+# the heap.  At -O2 moving the key into the node copies its inline bytes (characters,
+# or the capacity of a long string) as one i64: "an integer-typed copy of memory that
+# may hold floating-point values" until the string's layout said what those bytes are.
+NAMED = _program(["map", "string", "unordered_map"], r"""
+struct Model {
+  std::map<std::string, double> p;
+  std::unordered_map<std::string, double> scale;
+};
+static void load(Model &m, const double *x) {
+  m.p["rate"] = x[0];
+  m.p["a_rather_long_parameter_name_on_the_heap"] = x[1] * x[1];
+  m.scale[std::string("offset")] = std::exp(x[2]);
+  m.scale["another_long_key_that_needs_a_heap_buffer"] = x[0] * x[2];
+}
+double named(const double *x, int n) {
+  Model m;
+  load(m, x);
+  double s = 0;
+  for (auto &kv : m.p) s += std::sin(kv.second) * kv.first.size();
+  for (auto &kv : m.scale) s += kv.second * kv.second;
+  return s * m.p.at("rate");
+}
+""", "named", [0.3, 0.8, -0.4])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
 LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"),
                     "springs": (SPRINGS, "springs"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
-                    "layers": (LAYERS, "mlp"),
+                    "layers": (LAYERS, "mlp"), "named": (NAMED, "named"),
                     "variant": (VARIANT, "shapes")}
 
 

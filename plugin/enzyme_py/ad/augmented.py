@@ -321,7 +321,7 @@ class AugmentedForward:
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
                     and v.type.width in (8, 32, 64, 128) and not self._int_by_layout(v) \
-                    and not _text_byte(v):
+                    and not _text_byte(v) and not self._string_bytes(v, p):
                 w = v.type.width
                 kinds = _int_copy_kinds([v.operand(0), p], w)
                 if _no_float_of_width(kinds, w):
@@ -441,6 +441,14 @@ class AugmentedForward:
                 shared = self.ctx.bit_moves = _bit_moves(clones)
             got = self._moves = shared + (() if self.gen.P in clones else _bit_moves([self.gen.P]))
         return got
+
+    def _string_bytes(self, load, dst):
+        """Whether an integer copy moves a ``std::string``'s inline bytes (characters or
+        its capacity) into another string's: never a float (``types.string_inline_bytes``)."""
+        from ..analysis.types import string_inline_bytes
+        dl = self.ctx.module.datalayout
+        n = dl.store_size(load.type)
+        return string_inline_bytes(load.operand(0), dl, n) and string_inline_bytes(dst, dl, n)
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its

@@ -37,7 +37,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
-__all__ = ["string_characters", "constant_text", "memory_kinds", "byte_kinds", "pointee_kinds",
+__all__ = ["string_characters", "string_inline_bytes", "constant_text", "memory_kinds",
+           "byte_kinds", "pointee_kinds",
            "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
            "tbaa_kind", "HINTS", "carries_no_derivative", "function_of"]
 
@@ -131,6 +132,48 @@ def string_characters(p) -> bool:
         if name is None or not name.startswith(_STRING_TBAA):
             return False
     return True
+
+
+# libstdc++'s std::string: {char *data, size_t length, union {char buf[16]; size_t
+# capacity}} -- bytes 16..32 hold characters or the capacity, never a float
+_LIBSTDCXX_STRING = _STRING_TBAA[0]
+_STRING_INLINE = (16, 32)
+
+
+def string_inline_bytes(p, dl, n=1) -> bool:
+    """Whether the ``n`` bytes at ``p`` lie in the inline buffer of a libstdc++
+    ``std::string`` (bytes 16..32 of the object: its short characters, or the capacity
+    of a long string; a string moved into a ``std::map`` node copies them as one
+    ``i64``).  The object is
+    found by an access at a constant offset from the same base whose TBAA tag's base
+    type is the string (or its ``_Alloc_hider``, at offset 0)."""
+    from .activity import base_offset
+    root, off = base_offset(p, dl)
+    if off is None:
+        return False
+    for q in [root] + [u.user for u in root.uses if isinstance(u.user, GEP)]:
+        r, qoff = base_offset(q, dl)
+        if r is not root or qoff is None:
+            continue
+        for u in q.uses:
+            acc = u.user
+            if not (isinstance(acc, Load) and u.index == 0
+                    or isinstance(acc, Store) and u.index == 1):
+                continue
+            tag = _md(acc.module, acc.get_metadata("tbaa"))
+            if tag is None or len(tag.operands) < 3 \
+                    or not isinstance(tag.operands[0], md.MDRef):
+                continue
+            name = _tbaa_name(acc.module, tag.operands[0])
+            if name is None or not name.startswith(_LIBSTDCXX_STRING):
+                continue
+            try:
+                start = qoff - int(str(tag.operands[2]).split()[-1])
+            except ValueError:
+                continue
+            if _STRING_INLINE[0] <= off - start and off - start + n <= _STRING_INLINE[1]:
+                return True
+    return False
 
 
 def constant_text(p) -> bool:
