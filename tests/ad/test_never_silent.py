@@ -114,6 +114,39 @@ def test_doubles_copied_beside_an_int_header(tmp_path, opt, valgrind):
     run(tmp_path, HEADER_AND_DOUBLES, opt, valgrind if opt == "-O2" else None)
 
 
+# Round BO: the same copy, then the block grown by `realloc` (a message buffer with a
+# trailer appended) and the doubles read from the new block.  The typed accesses were
+# all on the new block, so the copy into the old one was taken for integers: 0, silently,
+# at -O0 and -O2 (Enzyme 15 refuses).  A block and what realloc makes of it hold the
+# same values.
+HEADER_THEN_REALLOC = r"""
+struct buf { int len; double data[]; };
+double grown(const double *x, int n) {
+    struct buf *b = malloc(sizeof *b + n * sizeof(double));
+    b->len = n;
+    memcpy(b->data, x, n * sizeof(double));
+    b = realloc(b, sizeof *b + 2 * n * sizeof(double));
+    for (int i = 0; i < n; i++) b->data[n + i] = 0.5 * i;     /* the trailer */
+    double s = b->data[n - 1] * b->data[0] + b->data[n + 1];
+    free(b);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 }, t[3] = { 1, 0.5, -1 };
+    __enzyme_autodiff((void *)grown, enzyme_dup, x, dx, enzyme_const, 3);
+    check("dx0", dx[0], 3); check("dx1", dx[1], 0); check("dx2", dx[2], 1);
+    check("fwd", __enzyme_fwddiff_d((void *)grown, enzyme_dup, x, t, enzyme_const, 3),
+          3 * 1 - 1 * 1);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_doubles_copied_then_the_block_reallocated(tmp_path, opt, valgrind):
+    run(tmp_path, HEADER_THEN_REALLOC, opt, valgrind if opt == "-O2" else None)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -292,6 +292,9 @@ def _object_kinds(ptrs, limit, exclude, bytes_seen=None) -> set:
             # up: what the callers pass
             for a in _passed(v):
                 work.extend(_roots(a))
+        elif isinstance(v, Call) and v.type.is_pointer and _moved_block(v) is not None:
+            # realloc: the block it returns holds what the old one held
+            work.extend(_roots(_moved_block(v)))
         elif isinstance(v, Call) and v.type.is_pointer:
             # a pointer returned by a defined function (an accessor, an allocator
             # wrapper, C++'s std::__niter_base): what the callee returns
@@ -325,12 +328,20 @@ def _object_kinds(ptrs, limit, exclude, bytes_seen=None) -> set:
                     # the other side of a copy holds the same values
                     _tbaa_struct_kinds(user, user.module, kinds)
                     work.extend(_roots(user.args[1 - u.index]))
+                elif u.index == 0 and _moved_block(user) is v:
+                    work.append(user)   # realloc'd: the new block holds the same values
                 else:
                     callee = user.called_function
                     if callee is not None and not callee.is_declaration \
                             and u.index < len(callee.args):
                         work.append(callee.args[u.index])    # down: into the callee
     return kinds
+
+
+def _moved_block(call):
+    """The block whose contents ``call`` moves into the one it returns (``realloc``'s
+    first argument), else None."""
+    return call.args[0] if (call.callee_name or "") == "realloc" and call.args else None
 
 
 def pointee_kinds(module, ptrs, size=None, exclude=None) -> set:

@@ -419,6 +419,9 @@ class MemoryTypes:
         if name.startswith(_MEM) and len(args) >= 3:
             self._unify(args[0], args[1])     # the bytes at both sides are alike
             return
+        if name == "realloc" and args and self._tracked(c) and self._tracked(args[0]):
+            self._unify(c, args[0])           # the new block holds what the old one held
+            return
         if name in HINTS and args:
             kind = HINTS[name]
             n = _HINT_BYTES[kind]
