@@ -147,6 +147,47 @@ def test_doubles_copied_then_the_block_reallocated(tmp_path, opt, valgrind):
     run(tmp_path, HEADER_THEN_REALLOC, opt, valgrind if opt == "-O2" else None)
 
 
+# Round BO: a hash map's grow copies each occupied `{const char *key; double val;}`
+# entry by struct assignment, guarded by a test of the key, in a callee that swaps the
+# slot array of a map passed by pointer.  At -O0 the copy is a 16-byte memcpy between
+# two pointers loaded from the map, whose own accesses there show only the key: taken
+# for a copy of pointers, its doubles got no adjoint (0, silently; right at -O1 and up,
+# Enzyme 15 right).  Where the objects show no float, the bytes moved are what counts.
+GROW_GUARDED = r"""
+struct entry { const char *key; double val; };
+struct map { struct entry *slots; int cap; };
+static void grow(struct map *m) {
+    struct entry *old = m->slots;
+    m->slots = calloc(2 * m->cap, sizeof(struct entry));
+    for (int i = 0; i < m->cap; i++)
+        if (old[i].key) m->slots[i] = old[i];
+    m->cap *= 2;
+    free(old);
+}
+double last(const double *x, int n) {
+    struct map m = { calloc(n, sizeof(struct entry)), n };
+    for (int i = 0; i < n; i++) { m.slots[i].key = i == 1 ? 0 : "k"; m.slots[i].val = x[i]; }
+    grow(&m);
+    double s = m.slots[n - 1].val * m.slots[0].val + m.slots[1].val;
+    free(m.slots);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 }, t[3] = { 1, 0.5, -1 };
+    __enzyme_autodiff((void *)last, enzyme_dup, x, dx, enzyme_const, 3);
+    check("dx0", dx[0], 3); check("dx1", dx[1], 0); check("dx2", dx[2], 1);
+    check("fwd", __enzyme_fwddiff_d((void *)last, enzyme_dup, x, t, enzyme_const, 3),
+          3 * 1 - 1 * 1);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_guarded_struct_copy_in_a_hash_map_grow(tmp_path, opt, valgrind):
+    run(tmp_path, GROW_GUARDED, opt, valgrind if opt == "-O0" else None)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -659,11 +659,12 @@ class AugmentedForward:
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)
-        if kinds == {"int"}:
+        if kinds and not kinds & FLOAT_KINDS:
             # the objects' typed accesses may all be elsewhere than the bytes moved (an
             # int header written beside doubles that a caller reads through a pointer
-            # kept in memory): the byte-offset analysis, which follows those, looks at
-            # exactly these bytes
+            # kept in memory; a {key, value} entry whose key alone is read where a
+            # callee copies it, at -O0): the byte-offset analysis, which follows those,
+            # looks at exactly these bytes
             moved = pointee_kinds(inst.module, ptrs, size)
             if moved & FLOAT_KINDS:
                 kinds = moved | kinds
