@@ -7,7 +7,8 @@ too: each thread's copy of the variable has its own shadow, reached through the 
 adjoints.  It was "an active value is stored into memory that has no shadow" wherever
 the variable stayed in memory (-O0; a helper not inlined).  Inside an OpenMP parallel
 region the other threads' shadows cannot be cleared before each derivative call: a
-compile error naming the variable.
+compile error naming the variable.  A thread-local pointer variable holding an
+``enzyme_dup`` pointer gets a thread-local shadow global the same way.
 """
 
 from __future__ import annotations
@@ -90,6 +91,64 @@ def test_threads_computing_gradients_at_once(tmp_path, opt):
 def test_vector_forward_mode(tmp_path, opt):
     out = build_and_run(tmp_path, VECTOR, opt)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# a thread-local pointer to the current input (a per-thread "context"), bound by one
+# helper and read by another: its shadow global is thread-local too, and holds each
+# thread's shadow of the input; read before the code binds it, the derivative stops
+# with a message (what the caller left there has no shadow)
+BOUND = r"""
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+int enzyme_dup, enzyme_const;
+double __enzyme_autodiff(void *, ...);
+static _Thread_local double *g_x;
+__attribute__((noinline)) static void bind(double *x) { g_x = x; }
+__attribute__((noinline)) static double term(int i) { return g_x[i] * g_x[i]; }
+double f(double *x, int n) {
+#ifdef EARLY
+  double s = term(0);
+#else
+  double s = 0;
+#endif
+  bind(x);
+  for (int i = 0; i < n; i++) s += sin(term(i));
+  return s;
+}
+static double other[3] = {1, 2, 3};
+static void *worker(void *arg) {
+  long k = (long)arg, bad = 0;
+  g_x = other;    /* what the program left there: no shadow */
+  for (int it = 0; it < 2000; it++) {
+    double x[3] = {0.3 + 0.1 * k, 0.7, 1.1 - 0.001 * it}, g[3] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, g, enzyme_const, 3);
+    for (int i = 0; i < 3; i++)
+      bad += fabs(g[i] - cos(x[i] * x[i]) * 2 * x[i]) > 1e-12;
+  }
+  return (void *)bad;
+}
+int main(void) {
+  pthread_t th[3];
+  for (long k = 0; k < 3; k++) pthread_create(&th[k], 0, worker, (void *)k);
+  long bad = 0;
+  for (int k = 0; k < 3; k++) { void *r; pthread_join(th[k], &r); bad += (long)r; }
+  printf("wrong %ld\n", bad);
+  return bad != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_thread_local_pointer_to_the_input(tmp_path, opt):
+    out = build_and_run(tmp_path, BOUND, opt, extra=("-lpthread",))
+    assert out.returncode == 0 and out.stdout.strip() == "wrong 0", out.stdout + out.stderr
+
+
+def test_thread_local_pointer_read_before_it_is_bound_stops(tmp_path):
+    out = build_and_run(tmp_path, BOUND, "-O2", extra=("-DEARLY", "-lpthread"))
+    assert out.returncode != 0
+    assert "the pointer in global 'g_x' was read by the derivative before" in out.stderr
 
 
 IN_REGION = r"""

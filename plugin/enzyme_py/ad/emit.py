@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.builder import IRBuilder
-from ..ir.instructions import InsertValue
+from ..ir.instructions import Call, InsertValue
 from ..ir.values import (ConstantAggregate, ConstantFP, ConstantInt, ConstantNull, ConstantSplat,
                          Poison, Undef, ZeroInit)
 
@@ -93,7 +93,7 @@ def byval_at_call_sites(functions) -> None:
     as dead -- the reverse sweep then read what was never written (an SDF scene's
     gradient, garbage at -O2)."""
     from ..ir.attributes import Attributes
-    from ..ir.instructions import Call, Phi, Select
+    from ..ir.instructions import Phi, Select
     for f in functions:
         marked = [(i, a.attrs) for i, a in enumerate(f.args) if "byval(" in (a.attrs or "")]
         if not marked:
@@ -278,7 +278,7 @@ def returns_own_shadows(v, own_shadow) -> bool:
     constant that is its own shadow (``own_shadow``: null, a function): a custom rule's
     augmented forward pass returning ``{NULL, result}`` as its tape.  Its shadow is then
     ``v`` itself."""
-    from ..ir.instructions import Call, ExtractValue, Ret
+    from ..ir.instructions import ExtractValue, Ret
     if not isinstance(v, ExtractValue) or len(v.indices) != 1:
         return False
     call = v.operand(0)
@@ -423,7 +423,11 @@ def pointer_global_check(module, load, shadow_globals):
     if not shadow_globals or not load.type.is_pointer:
         return None
     from ..analysis.globals import global_base
-    g = global_base(load.operand(0))
+    from ..analysis.activity import underlying_object
+    a = underlying_object(load.operand(0))
+    if isinstance(a, Call) and (a.callee_name or "").startswith("llvm.threadlocal.address"):
+        a = a.args[0]       # the calling thread's copy of a thread-local pointer variable
+    g = global_base(a)
     if g is None or g not in shadow_globals or not g.value_type.is_pointer:
         return None
     from .runtime import unset_shadow_check

@@ -112,9 +112,7 @@ def check_pointer_escape(v, p, act, rctx, location, store=None) -> None:
             continue    # (an inactive global's derivatives are dropped on purpose)
         from ..analysis.activity import underlying_object
         from ..ir.instructions import Alloca
-        why = ("a thread-local variable (each thread's would need its own shadow)"
-               if "thread_local" in (g.prefix or "") else
-               "the pointer stored is the address of a local variable (a shadow global "
+        why = ("the pointer stored is the address of a local variable (a shadow global "
                "holds enzyme_dup pointers and blocks the code allocates, not the "
                "derivative's stack)" if isinstance(underlying_object(v), Alloca) else
                "a pointer stored there is neither an enzyme_dup argument nor a block the "

@@ -110,8 +110,9 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
             elif isinstance(inst, Store) and inst.operand(0).type.is_pointer:
                 v = inst.operand(0)
                 # by name, or through a pointer to it a caller passes (a setter on a
-                # global object: `bind(&g_ctx, x)` storing `c->p = x`)
-                for g in _bases(inst.operand(1), passed):
+                # global object: `bind(&g_ctx, x)` storing `c->p = x`; a thread-local
+                # one too)
+                for g in _bases(inst.operand(1), passed, tls=True):
                     if not _eligible(g, inactive, pointers=True):
                         continue
                     if _fresh(v) and g.value_type.is_pointer:
