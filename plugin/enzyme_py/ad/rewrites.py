@@ -5,7 +5,8 @@ through the list below.  Every rewrite is exact -- the same values, the same byt
 and written at the same points -- and changes nothing where its pattern is absent;
 together they give the generators code in the forms they differentiate: calls that do
 not unwind, calls on paths that return no more as the program's own (no derivative),
-pointer masks as offsets, the C library's complex functions as real arithmetic and its
+pointer masks as offsets, Eigen's SSE/AVX inline assembly as the IR it computes,
+the C library's complex functions as real arithmetic and its
 searches as loops, SIMD memory operations lane by lane, sign masks as
 ``fneg``/``fabs``, floats and pointers moved as integers (also merged by phis and
 selects, and stored into integer slots) back in their own types.  (More run on a whole
@@ -33,6 +34,7 @@ REWRITES = (
     ("call arguments on paths that return no more", "unwind", "primal_on_doomed_paths"),
     ("by-value parameters copied into locals", "rewrites", "copy_byval_params"),
     ("pointer masks as offsets", "rewrites", "ptrmask_as_offsets"),
+    ("known x86 inline assembly (SSE/AVX min, max, FMA)", "inline_asm", "inline_asm_as_ir"),
     ("complex library calls", "complex", "redirect_complex_calls"),
     ("library searches (bsearch, lfind, lsearch)", "search", "redirect_search_calls"),
     ("masked vector memory, horizontal adds", "simd", "lower_simd"),

@@ -103,8 +103,8 @@ def _float_type_of(x, result):
     else:
         return None
     el = ty.element if ty.is_vector else ty
-    if el.kind not in ("float", "double"):
-        return None
+    if not el.is_float or el.kind not in ("float", "double"):
+        return None     # (a bitcast from integers or pointers: no float's bits)
     return ty
 
 
