@@ -163,6 +163,16 @@ def indirect_call_error(inst, location) -> NoDerivativeError:
     text, and what avoids it), or a pointer no candidate function was found for."""
     from ..analysis.effects import inline_asm_code
     code = inline_asm_code(inst)
+    if code is not None and not code.strip():
+        return NoDerivativeError(
+            "an optimisation barrier (empty inline assembly holding a value) on values "
+            "that carry derivatives: the code around one relies on how floating-point "
+            "arithmetic rounds (Eigen's SSE2 rounding adds and subtracts 2^52), whose "
+            "derivative as arithmetic would be wrong", location=location,
+            hint="give the function that contains it a custom derivative "
+                 "(__enzyme_register_gradient_<name>); for Eigen's vectorised exp, tanh "
+                 "and rounding, build with -DEIGEN_DONT_VECTORIZE (or with SSE4.1, "
+                 "-msse4.1, whose rounding is one instruction)")
     if code is not None:
         return NoDerivativeError(
             f"inline assembly '{code}' computes values that carry derivatives and has no "

@@ -14,7 +14,10 @@ replaced by what the instruction computes, exactly:
 Only assembly without side effects, memory clobbers or memory operands
 (``effects.pure_inline_asm``) whose operands have the instruction's element type is
 rewritten; anything else stays assembly (and is an error where its result carries a
-derivative).
+derivative).  Not empty assembly tying an output to an input, though it computes its
+input: Eigen's ``EIGEN_OPTIMIZATION_BARRIER`` keeps ``(|a| + 2^52) - 2^52`` from being
+folded in its SSE2 rounding, whose derivative as arithmetic would be 1 where rounding's
+is 0 -- the barrier marks code whose floating-point arithmetic is not its mathematics.
 """
 
 from __future__ import annotations

@@ -116,10 +116,14 @@ X86_MATH = {
     f"llvm.x86.{isa}.{op}.{s}{w}": base
     for op, base in (("max", "x86_max"), ("min", "x86_min"))
     for isa, s, w in (("sse", "ps", ""), ("sse2", "pd", ""), ("avx", "ps", ".256"),
-                      ("avx", "pd", ".256"))
-}
+                      ("avx", "pd", ".256"), ("avx512", "ps", ".512"), ("avx512", "pd", ".512"))
+}   # (AVX-512's take a rounding mode third: no derivative)
 X86_MATH.update({f"llvm.x86.{isa}.{op}.ps{w}": "x86_" + op
                  for op in ("rcp", "rsqrt") for isa, w in (("sse", ""), ("avx", ".256"))})
+# SSE4.1/AVX rounding of packed values by an immediate mode (Eigen's floor, ceil and
+# rint with -msse4.1 and up): integers, derivative 0 like rint's
+X86_MATH.update({f"llvm.x86.{isa}.round.{s}{w}": "rint"
+                 for isa, w in (("sse41", ""), ("avx", ".256")) for s in ("ps", "pd")})
 
 
 def libm_base(name: str):
@@ -350,7 +354,15 @@ _NOMEM_PREFIXES = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.prefetch"
                    "llvm.is.fpclass", "llvm.objectsize", "llvm.trap", "llvm.debugtrap",
                    "llvm.ubsantrap", "llvm.expect", "llvm.allow.",
                    # float to integer (integer result)
-                   "llvm.lround.", "llvm.llround.", "llvm.lrint.", "llvm.llrint.")
+                   "llvm.lround.", "llvm.llround.", "llvm.lrint.", "llvm.llrint.",
+                   # ... and x86's (SSE/AVX conversions to int32/int64 lanes: Eigen's
+                   # vectorised exp and ldexp round the exponent this way)
+                   "llvm.x86.sse2.cvtpd2dq", "llvm.x86.sse2.cvttpd2dq",
+                   "llvm.x86.sse2.cvtps2dq", "llvm.x86.sse2.cvttps2dq",
+                   "llvm.x86.avx.cvt.pd2dq.256", "llvm.x86.avx.cvtt.pd2dq.256",
+                   "llvm.x86.avx.cvt.ps2dq.256", "llvm.x86.avx.cvtt.ps2dq.256",
+                   "llvm.x86.sse2.cvtsd2si", "llvm.x86.sse2.cvttsd2si",
+                   "llvm.x86.sse.cvtss2si", "llvm.x86.sse.cvttss2si")
 
 
 # -- MPI: the kind of each function (see ad/mpi.py) and where its arguments are.  Keys:
