@@ -49,6 +49,35 @@ def test_datalayout(mod):
     assert dl.size_in_bytes(T.StructType([T.i8, T.i32], True)) == 5
 
 
+def test_datalayout_of_deeply_nested_structs(monkeypatch):
+    # C++ expression templates nest structs dozens deep (Eigen's lazy products): each
+    # layout is computed once -- recomputed for every size and alignment asked, 60
+    # levels took 2^60 steps (round BN: a build that did not finish in 26 minutes)
+    dl = T.DataLayout("e-m:e-i64:64-f80:128-n8:16:32:64-S128")
+    ty = T.StructType([T.ptr, T.i32])
+    for k in range(60):
+        inner = T.IdentifiedStructType(f"level{k}")
+        inner.set_body([ty, T.double, ty] if k % 2 else [T.i8, ty])
+        ty = inner
+    calls = []
+    layout = dl._struct_layout
+
+    def counted(t):
+        calls.append(t)
+        assert len(calls) <= 200, "struct layouts recomputed"
+        return layout(t)
+    monkeypatch.setattr(dl, "_struct_layout", counted)
+    # each level: {i8, prev} adds 8; {prev, double, prev} doubles and adds 8
+    prev = want = 16
+    for k in range(60):
+        prev, want = want, (2 * want + 8 if k % 2 else want + 8)
+    size, align, offsets = dl.struct_layout(ty)
+    assert (size, align, offsets) == (want, 8, [0, prev, prev + 8])
+    assert dl.size_in_bytes(ty) == want
+    inner.set_body([T.i8])      # a body set again gives its new layout
+    assert dl.struct_layout(inner)[0] == 1
+
+
 @pytest.mark.parametrize("v,text", [(1.0, "1.000000e+00"), (0.1, "1.000000e-01"),
                                     (1.0 / 3, "0x3FD5555555555555"), (-0.0, "-0.000000e+00")])
 def test_fp_text_matches_llvm(v, text):

@@ -288,6 +288,10 @@ class DataLayout:
         self.vector_align: dict[int, int] = {}
         self.aggregate_align = 1
         self.stack_align = 16
+        # struct -> (its elements, layout): each layout computed once (a struct nests
+        # others, whose size and alignment each need their layout: C++ expression
+        # templates nest dozens deep, and recomputing them was exponential)
+        self._layouts: dict = {}
         for spec in filter(None, text.split("-")):
             self._spec(spec)
 
@@ -373,6 +377,14 @@ class DataLayout:
 
     def struct_layout(self, ty: StructType):
         """(size, alignment, [field offsets]) of a struct type."""
+        elements = tuple(ty.elements)
+        got = self._layouts.get(ty)
+        if got is not None and got[0] == elements and got[1] == ty.packed:
+            return got[2]
+        got = self._layouts[ty] = (elements, ty.packed, self._struct_layout(ty))
+        return got[2]
+
+    def _struct_layout(self, ty: StructType):
         off, align, offsets = 0, 1, []
         for e in ty.elements:
             a = 1 if ty.packed else self.abi_alignment(e)
