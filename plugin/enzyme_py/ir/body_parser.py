@@ -629,6 +629,8 @@ def parse_function_body(fn: Function) -> None:
     except Exception:
         fn._blocks = []
         fn._lazy_body = (text, start, end, line)
+        if fn.parent is not None:
+            fn.parent._users_parsed.clear()
         raise
     mod = fn.parent
     if mod is not None and mod._pending_blockaddrs:

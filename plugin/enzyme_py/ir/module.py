@@ -453,6 +453,9 @@ class Module:
         self.symbols: dict[str, GlobalValue] = {}
         self._dl: T.DataLayout | None = None
         self._dbg_cache: dict[str, object] = {}
+        # names whose users' bodies are parsed (``materialize_users``); emptied when a
+        # body becomes lazy again (the module parser, a body that failed to parse)
+        self._users_parsed: set = set()
 
     # -- layout -------------------------------------------------------------------
     @property
@@ -550,14 +553,18 @@ class Module:
         text holds the name (a superset of the users; bodies never parsed hold no
         uses, so the use list of ``@name`` is then complete)."""
         from .types import quote_name
+        if name in self._users_parsed:
+            return      # (a search over every lazy body's text each time: -O0 C++ has
+            #            thousands, and the analyses ask for the same uses again)
         if quote_name(name) != name:    # spelled with quotes and escapes: be safe
             self.materialize_all()
-            return
-        needle = "@" + name
-        for f in self.functions:
-            lazy = f._lazy_body
-            if lazy is not None and lazy[0].find(needle, lazy[1], lazy[2]) >= 0:
-                f.materialize()
+        else:
+            needle = "@" + name
+            for f in self.functions:
+                lazy = f._lazy_body
+                if lazy is not None and lazy[0].find(needle, lazy[1], lazy[2]) >= 0:
+                    f.materialize()
+        self._users_parsed.add(name)
 
     # -- debug info ------------------------------------------------------------
     def _md_fields(self, ref: str) -> dict:

@@ -88,6 +88,7 @@ def parse_module(text: str, lazy: bool = True) -> Module:
                 # body: from the '{' at the end of the header line to the closing '}'
                 brace = offsets[i] + line.rindex("{")
                 fn._lazy_body = (text, brace, offsets[j] + 1, i)
+                mod._users_parsed.clear()
                 i = j
             elif line.startswith("declare "):
                 _parse_function_header(mod, text, offsets[i], offsets[i] + len(line), i, False)
