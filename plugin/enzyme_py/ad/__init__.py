@@ -644,6 +644,7 @@ def _check_dup_globals(site, shadows) -> None:
 def _zero_shadow_globals(module, shadows, call) -> None:
     """Before a derivative call: the shadow globals start at zero (what the globals
     held before the call has derivative zero; no adjoint of an earlier call remains)."""
+    from ..analysis.globals import thread_local
     from ..ir import types as T
     from ..ir.values import ConstantInt
     from .emit import Emitter
@@ -655,7 +656,7 @@ def _zero_shadow_globals(module, shadows, call) -> None:
     dl = module.datalayout
     for s in shadows.values():
         n = ConstantInt(T.i64, dl.size_in_bytes(s.value_type))
-        if "thread_local" in (s.prefix or ""):    # the calling thread's copy
+        if thread_local(s):    # the calling thread's copy
             s = e.call(e.declare("llvm.threadlocal.address.p0", T.ptr, [T.ptr]), [s])
         memset0(e, s, n)
 

@@ -52,8 +52,8 @@ from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
 __all__ = ["global_base", "kept_in_globals", "may_access_floats", "pointer_read_back",
-           "scratch_globals", "shadow_constant", "shadow_linkage", "thread_local_in_parallel",
-           "touches"]
+           "scratch_globals", "shadow_constant", "shadow_linkage", "thread_local",
+           "thread_local_in_parallel", "touches"]
 
 _MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
 
@@ -147,11 +147,17 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
     return list(out)
 
 
+def thread_local(g) -> bool:
+    """Whether the global variable ``g`` is thread-local (``_Thread_local``,
+    ``thread_local``, ``#pragma omp threadprivate``)."""
+    return "thread_local" in (g.prefix or "")
+
+
 def shadow_linkage(g) -> str:
     """The linkage of ``g``'s shadow global: internal, and thread-local where ``g`` is
     (each thread's copy of the global has its own shadow, reached through the same
     ``llvm.threadlocal.address``: a per-thread accumulator stays per thread)."""
-    return "internal thread_local" if "thread_local" in (g.prefix or "") else "internal"
+    return "internal thread_local" if thread_local(g) else "internal"
 
 
 def thread_local_in_parallel(g, functions):
@@ -160,7 +166,7 @@ def thread_local_in_parallel(g, functions):
     global ``g``, else None.  The call sites zero a shadow global before each derivative
     call on the calling thread only: the copies of the region's other threads would
     keep the adjoints an earlier call left there."""
-    if "thread_local" not in (g.prefix or ""):
+    if not thread_local(g):
         return None
     fns = set(functions)
     work = [a for fn in functions for i in fn.instructions()

@@ -144,9 +144,9 @@ def string_inline_bytes(p, dl, n=1) -> bool:
     """Whether the ``n`` bytes at ``p`` lie in the inline buffer of a libstdc++
     ``std::string`` (bytes 16..32 of the object: its short characters, or the capacity
     of a long string; a string moved into a ``std::map`` node copies them as one
-    ``i64``).  The object is
-    found by an access at a constant offset from the same base whose TBAA tag's base
-    type is the string (or its ``_Alloc_hider``, at offset 0)."""
+    ``i64``).  The object is found by an access at a constant offset from the same
+    base whose TBAA tag's base type is the string (or its ``_Alloc_hider``, at offset
+    0)."""
     from .activity import base_offset
     root, off = base_offset(p, dl)
     if off is None:
