@@ -501,7 +501,15 @@ LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extr
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 @pytest.mark.parametrize("program", sorted(LIBRARY_PROGRAMS))
-def test_library_types_on_active_data(tmp_path, program, opt):
+def test_library_types_on_active_data(tmp_path, program, opt, request):
+    if program == "named" and opt == "-O2":
+        from enzyme_py.driver.clang import find_clang
+        if find_clang().is_zig:
+            # libc++ (zig's clang) moves the key's 24-byte representation into the node
+            # with a memcpy refused as mixing floats and pointers (the node holds the
+            # double): a known refusal, expected until it is lifted
+            request.applymarker(pytest.mark.xfail(strict=True, reason="libc++ string keys "
+                                                  "at -O2: refused"))
     source, fn = LIBRARY_PROGRAMS[program]
     assert _derivatives(tmp_path, source, opt) == {fn}
 

@@ -191,6 +191,8 @@ _TABLE.update(_inactive(
     "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort"))
 _TABLE.update(_inactive("libstdc++'s hash of bytes (std::hash of strings): integer result",
                         "_ZSt11_Hash_bytesPKvmm", "_ZSt15_Fnv_hash_bytesPKvmm"))
+_TABLE.update(_inactive("libc++'s hash of bytes (std::hash of strings): integer result",
+                        "_ZNSt3__113__hash_memoryEPKvm"))
 # std::unordered_map's rehash policy {float max_load_factor; size_t next_resize}: integer
 # results, and it updates next_resize (its 16 bytes carry no derivative)
 _TABLE.update(_writes("libstdc++'s hash table growth policy (std::unordered_map)",
