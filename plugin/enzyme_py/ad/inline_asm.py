@@ -3,7 +3,8 @@
 Eigen's SSE/AVX packet functions use inline assembly under clang (which reports itself
 as an old GCC): ``maxpd``/``minpd`` (and the ``ps`` and AVX three-operand forms) for
 ``pmax``/``pmin`` -- ``maxCoeff()``, the range reduction of ``log()`` -- and
-``vfmadd231pd`` for ``pmadd`` with FMA (``-march=native``: every matrix product).  The
+``vfmadd231pd`` for ``pmadd`` with FMA (``-mfma``, ``-march=native``: the vectorised
+matrix-vector and coefficient-wise products).  The
 derivative cannot look inside assembly; the same operation in IR it can.  Each form is
 replaced by what the instruction computes, exactly:
 
@@ -47,11 +48,7 @@ def _element_ok(suffix, ty) -> bool:
 def _operands(call):
     """``$n`` -> value: the inputs in constraint order after the outputs; ``$0`` is the
     input tied to output 0 (constraint ``0``), if any."""
-    text = call.callee.text
-    cons = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
-    if len(cons) < 2:
-        return None
-    parts = [c for c in cons[1].split(",") if not c.startswith("~")]
+    parts = [c for c in call.callee.constraints if not c.startswith("~")]
     outs = [c for c in parts if c.startswith("=")]
     ins = parts[len(outs):]
     if len(outs) != 1 or len(ins) != len(call.args):

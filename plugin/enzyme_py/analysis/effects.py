@@ -543,10 +543,7 @@ def inline_asm_code(call) -> str | None:
     where the callee is not inline assembly."""
     from ..ir.values import InlineAsm
     c = call.callee
-    if not isinstance(c, InlineAsm):
-        return None
-    m = re.search(r'"((?:[^"\\]|\\.)*)"', c.text)
-    return m.group(1) if m else c.text
+    return c.code if isinstance(c, InlineAsm) else None
 
 
 def pure_inline_asm(call) -> bool:
@@ -557,11 +554,9 @@ def pure_inline_asm(call) -> bool:
     convergence test on ``maxCoeff()``) nothing needs its derivative."""
     if inline_asm_code(call) is None:
         return False
-    text = call.callee.text
-    head = text.split('"', 1)[0]
-    constraints = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
-    cons = constraints[1] if len(constraints) > 1 else ""
-    if "sideeffect" in head or "~{memory}" in cons or "*" in cons:
+    asm = call.callee
+    if "sideeffect" in asm.keywords or "~{memory}" in asm.constraints \
+            or any("*" in c for c in asm.constraints):
         return False
     return not any(_has_pointer(a.type) for a in call.args) \
         and not _has_pointer(call.type)

@@ -15,6 +15,7 @@ operands, so renaming and RAUW keep the text right.
 from __future__ import annotations
 
 import math
+import re
 import struct
 
 from . import types as T
@@ -377,9 +378,28 @@ class InlineAsm(Value):
 
     __slots__ = ("text",)
 
+    _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
     def __init__(self, type, text):
         super().__init__(type)
         self.text = text
+
+    @property
+    def keywords(self) -> str:
+        """What precedes the strings: ``asm sideeffect inteldialect``."""
+        return self.text.split('"', 1)[0]
+
+    @property
+    def code(self) -> str:
+        """The assembly (``maxpd $1, $0``), escapes as the IR writes them."""
+        strings = self._STRING.findall(self.text)
+        return strings[0] if strings else ""
+
+    @property
+    def constraints(self) -> list[str]:
+        """The constraint list (``=x``, ``x``, ``0``, ``~{memory}``)."""
+        strings = self._STRING.findall(self.text)
+        return strings[1].split(",") if len(strings) > 1 and strings[1] else []
 
 
 def _map(v, vmap):
