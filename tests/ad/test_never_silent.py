@@ -176,6 +176,72 @@ def test_doubles_moved_between_blocks_realloc_and_a_guarded_struct_copy(tmp_path
     run(tmp_path, BLOCKS_MOVED, opt, valgrind)
 
 
+# Round BO: a `memcpy` of a whole array of structs mixing pointers and doubles, `n *
+# sizeof *p` bytes (a hash map's grow copying its slot array; a particle system's
+# double buffer) was refused ("memcpy/memset over memory that mixes floating-point
+# values and pointers"; Enzyme 15 builds it and is wrong): the field runs of one element
+# repeat every `sizeof` bytes, the pointers' shadows move forward, the doubles'
+# adjoints back, element by element. The pointer copied here points at active data,
+# so its shadow matters; a struct mixing doubles and floats takes the same path; the
+# tail padding after `int id` is no float.
+ARRAYS_OF_MIXED_STRUCTS = r"""
+struct part { const double *w; double q; float m; int id; };
+struct pair { double a; float b; };
+__attribute__((noinline)) static struct part *dup_parts(const struct part *p, size_t n) {
+    struct part *c = malloc(n * sizeof *c);
+    memcpy(c, p, n * sizeof *c);
+    return c;
+}
+double energy(const double *x, const double *y, int n) {
+    struct part *p = malloc(n * sizeof *p);
+    for (int i = 0; i < n; i++) { p[i].w = &y[n - 1 - i]; p[i].q = x[i]; p[i].m = 1.5f;
+                                  p[i].id = i; }
+    struct part *c = dup_parts(p, n);
+    for (int i = 0; i < n; i++) p[i].q = 0;     /* the copy alone carries the values */
+    double s = 0;
+    for (int i = 0; i < n; i++) s += c[i].q * c[i].q * *c[i].w * c[i].m;
+    free(p); free(c);
+    return s;
+}
+double pairs(const double *x, const double *y, int n) {
+    struct pair *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    for (int i = 0; i < n; i++) { a[i].a = x[i]; a[i].b = (float)y[i]; }
+    memcpy(b, a, n * sizeof *a);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += b[i].a * b[i].a + 2 * b[i].b * b[i].a;
+    free(a); free(b);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, y[3] = { 0.5, -1, 2 }, dx[3] = { 0 }, dy[3] = { 0 };
+    __enzyme_autodiff((void *)energy, enzyme_dup, x, dx, enzyme_dup, y, dy,
+                      enzyme_const, 3);
+    for (int i = 0; i < 3; i++) {
+        check("energy dx", dx[i], 2 * x[i] * y[2 - i] * 1.5);
+        check("energy dy", dy[i], x[2 - i] * x[2 - i] * 1.5);
+    }
+    double t[3] = { 1, -0.5, 0.25 }, u[3] = { 0.5, 1, -1 }, want = 0;
+    for (int i = 0; i < 3; i++)
+        want += 2 * x[i] * y[2 - i] * 1.5 * t[i] + x[i] * x[i] * 1.5 * u[2 - i];
+    check("energy fwd", __enzyme_fwddiff_d((void *)energy, enzyme_dup, x, t, enzyme_dup, y,
+                                           u, enzyme_const, 3), want);
+    double px[3] = { 0 }, py[3] = { 0 };
+    __enzyme_autodiff((void *)pairs, enzyme_dup, x, px, enzyme_dup, y, py, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) {
+        check("pairs dx", px[i], 2 * x[i] + 2 * (float)y[i]);
+        check("pairs dy", py[i], 2 * x[i]);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_arrays_of_structs_mixing_pointers_and_doubles_copied_whole(tmp_path, opt,
+                                                                    valgrind):
+    run(tmp_path, ARRAYS_OF_MIXED_STRUCTS, opt, valgrind)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

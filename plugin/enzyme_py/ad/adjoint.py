@@ -20,7 +20,7 @@ from .emit import Lazy, zero
 from .errors import NoDerivativeError
 from . import openmp
 from .kinds import visitor as _visitor
-from .libc import copy_adjoint, memset0, unless_own_shadow
+from .libc import copy_adjoint, memset0, strided_copy_adjoint, unless_own_shadow
 from .rules import (ATOMICS, BINARY, UNARY, contribution, libm_rule, reduction_rule,
                     struct_math_rule)
 from .reverse_common import (_effect_kind, _is_const, _mem_intrinsic)
@@ -435,7 +435,8 @@ class AdjointSweep:
                 # destination's adjoint goes nowhere, it is only consumed (of a struct
                 # with pointers: only the floats' bytes)
                 memset = e.declare("llvm.memset.p0.i64", T.void, [T.ptr, T.i8, T.i64, T.i1])
-                runs = gen.mem_fields[inst] if kind == "mixed" else [(0, None, n)]
+                runs = gen.mem_fields[inst] if kind == "mixed" \
+                    and inst not in gen.mem_strides else [(0, None, n)]
                 ds = gen.shadow(args[0], b)
                 p = gen.primal(args[0], b) if inst in gen.mem_maybe_int else None
                 for off, _k, size in runs:
@@ -448,10 +449,15 @@ class AdjointSweep:
                 # a struct copy mixing double and float fields (and pointers, whose
                 # shadows the forward sweep copied): field runs by layout
                 ds, ss = gen.shadow(args[0], b), gen.shadow(args[1], b)
+                stride = gen.mem_strides.get(inst)
                 for off, k, size in gen.mem_fields[inst]:
-                    copy_adjoint(e, self.ctx.module, T.double if k == "double" else T.float,
-                                 e.gep_bytes(ds, off), e.gep_bytes(ss, off),
-                                 ConstantInt(T.i64, size), overlap=False)
+                    ty = T.double if k == "double" else T.float
+                    if stride is not None:      # the same fields in each of n structs
+                        strided_copy_adjoint(e, self.ctx.module, ty, ds, ss, n, stride, off,
+                                             size)
+                        continue
+                    copy_adjoint(e, self.ctx.module, ty, e.gep_bytes(ds, off),
+                                 e.gep_bytes(ss, off), ConstantInt(T.i64, size), overlap=False)
             else:
                 ty = T.double if kind == "double" else T.float
                 copy_adjoint(e, self.ctx.module, ty, gen.shadow(args[0], b),

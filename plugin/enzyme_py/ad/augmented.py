@@ -110,6 +110,7 @@ class AugmentedForward:
         gen.write_sizes = {}    # libc call -> [(argument, bytes written)]
         gen.out_shadows = {}    # posix_memalign -> the shadow of its out-pointer
         gen.mem_fields = {}     # mixed-struct copy -> its float fields
+        gen.mem_strides = {}    # ... of those, copies of n structs -> the struct's size
         gen.float_copies = {}   # integer store copying a double/float -> its load, type
 
     def build(self):
@@ -770,18 +771,28 @@ class AugmentedForward:
         other bytes)."""
         from ..analysis.types import float_fields, tbaa_struct_fields, tree_float_fields
         n = inst.args[2]
-        if not isinstance(n, ConstantInt):
-            return None
+        if isinstance(n, ConstantInt):
+            size = n.value
+        else:
+            # ``memcpy(dst, src, count * sizeof *src)``: the fields of one element,
+            # repeated every ``size`` bytes (``gen.mem_strides``)
+            size = _element_size(n)
+            if size is None:
+                return None
         dl = self.ctx.module.datalayout
+        got = None
         for p in inst.args[:2]:
-            got = float_fields(p, n.value, dl, pointers=pointers)
+            got = float_fields(p, size, dl, pointers=pointers)
             if got is not None:
-                return got
-        got = tbaa_struct_fields(inst, n.value, pointers=pointers)
-        if got is not None:
-            return got
-        # no declared layout (pointers loaded from memory at -O0): the byte-offset one
-        return tree_float_fields(self.ctx.module, inst.args[:2], n.value, pointers=pointers)
+                break
+        if got is None and isinstance(n, ConstantInt):     # (it lists the whole copy)
+            got = tbaa_struct_fields(inst, size, pointers=pointers)
+        if got is None:
+            # no declared layout (pointers loaded from memory at -O0): the byte-offset one
+            got = tree_float_fields(self.ctx.module, inst.args[:2], size, pointers=pointers)
+        if got is not None and not isinstance(n, ConstantInt):
+            self.gen.mem_strides[inst] = size
+        return got
 
     def _aug_mixed_copy(self, inst, A):
         """The forward sweep of a struct copy mixing pointer and floating-point fields:
@@ -793,6 +804,13 @@ class AugmentedForward:
         gen = self.gen
         args, e = inst.args, self.e
         src = args[1]
+        stride = gen.mem_strides.get(inst)
+        if stride is not None and src not in self.act.shadowed:
+            raise ADError("memcpy of an array of structs with pointer fields from memory "
+                          "without a shadow into memory that has one",
+                          location=self.ctx.err_loc(inst),
+                          hint="pass the source with enzyme_dup, or copy the structs one "
+                               "by one")
         consts = _constant_pointers(src)
         twins = []      # (offset, shadow) of pointers into read-only float tables
         leaves = constant_leaves(inst, self.ctx.module.datalayout) if consts else None
@@ -817,15 +835,46 @@ class AugmentedForward:
                           hint="pass the source with enzyme_dup, or set the fields one by one")
         to = gen._sh_aug(args[0], inst)
         e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
+        if stride is not None:      # the same gaps in each of n structs
+            from .runtime import runtime_function
+            each = runtime_function(self.ctx.module, "__enzyme_py_strided_copy")
+            n = A.args[2] if A.args[2].type == T.i64 else e.cast("zext", A.args[2], T.i64)
+            for at, gap in _gaps(gen.mem_fields[inst], stride):
+                e.call(each, [to, from_, n] + [ConstantInt(T.i64, v)
+                                               for v in (stride, at, gap)])
+            return
         memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
-        at = 0
-        for off, _k, size in gen.mem_fields[inst] + [(args[2].value, None, 0)]:
-            if off > at:
-                e.call(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
-                                ConstantInt(T.i64, off - at), ConstantInt(T.i1, 0)])
-            at = off + size
+        for at, gap in _gaps(gen.mem_fields[inst], args[2].value):
+            e.call(memcpy, [e.gep_bytes(to, at), e.gep_bytes(from_, at),
+                            ConstantInt(T.i64, gap), ConstantInt(T.i1, 0)])
         for off, sh in twins:
             e.store(sh, e.gep_bytes(to, off) if off else to, 8)
+
+
+def _gaps(runs, size):
+    """(offset, bytes) of what lies between the float ``runs`` in ``size`` bytes."""
+    at, out = 0, []
+    for off, _k, n in runs + [(size, None, 0)]:
+        if off > at:
+            out.append((at, off - at))
+        at = off + n
+    return out
+
+
+def _element_size(n):
+    """S where the byte count ``n`` is ``count * S`` for a constant S (``mul``, ``shl``
+    by a constant, through ``zext``): the size of the elements of the array copied."""
+    while isinstance(n, Cast) and n.opcode == "zext":
+        n = n.operand(0)
+    if not isinstance(n, BinaryOp):
+        return None
+    a, b = n.operand(0), n.operand(1)
+    if n.opcode == "mul":
+        c = b if isinstance(b, ConstantInt) else a if isinstance(a, ConstantInt) else None
+        return c.value if c is not None and 0 < c.value <= 4096 else None
+    if n.opcode == "shl" and isinstance(b, ConstantInt) and 0 <= b.value <= 12:
+        return 1 << b.value
+    return None
 
 
 def _constant_pointers(p):

@@ -212,6 +212,15 @@ def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
     e.call(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
 
 
+def strided_copy_adjoint(e, module, ty, dshadow, sshadow, n, stride, off, size):
+    """The reverse of copying the ``size`` bytes of ``ty`` data at ``off`` in each
+    ``stride``-byte element of ``n`` bytes (a field run of an array of structs)."""
+    from .runtime import runtime_function
+    fn = runtime_function(module, "__enzyme_py_strided_adj", ty)
+    e.call(fn, [dshadow, sshadow, _i64(e, n)] + [ConstantInt(T.i64, v)
+                                                 for v in (stride, off, size)])
+
+
 def strip_type_hints(module):
     """Remove the calls of ``__enzyme_double(p, bytes)`` and friends (type analysis read
     them; they do nothing at run time) and their declarations, so the program links."""

@@ -35,6 +35,10 @@
   of T data (``ds[i] += dd[i]; dd[i] = 0``); ``__enzyme_py_memmove_adj_<T>``: the same
   for ranges that may overlap (a memmove): it walks the elements in the order that
   reads every destination adjoint before an addition can land on it;
+- ``__enzyme_py_strided_copy`` / ``__enzyme_py_strided_adj_<T>(d, s, nbytes, stride,
+  off, len)``: the same bytes of every element of an array of structs (a memcpy of
+  ``n`` structs mixing pointers and floats): copied (the pointers' shadows), or their
+  adjoints moved back (the floats');
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
 
 Derivative code that is itself differentiated (a function calling
@@ -434,6 +438,8 @@ def runtime_function(module, name, ty=None, owner=None):
     for kind in ("memmove", "memcpy"):
         if name.startswith(f"__enzyme_py_{kind}_adj"):
             return _copy_adjoint(module, e, kind, ty)
+    if name.startswith("__enzyme_py_strided_"):
+        return _strided(module, e, ty)
     if what is not None and base == "__enzyme_py_shadow_alloc":
         # zeroed shadow memory after a 16-byte header {i64 capacity, i64 size}: blocks
         # of POOL_MIN bytes or more come from the cache-buffer pool (capacity >
@@ -598,6 +604,41 @@ def _copy_adjoint(module, e, kind, ty):
     k.add_incoming(k1, loop)
     i.add_incoming(first, entry)
     i.add_incoming(i1, loop)
+    e.position_at_end(exit_)
+    e.ret()
+    return fn
+
+
+def _strided(module, e, ty):
+    """``__enzyme_py_strided_copy(d, s, nbytes, stride, off, len)`` (``ty`` None):
+    copies ``len`` bytes at ``off`` in every ``stride``-byte element of the ``nbytes``
+    at ``s`` to ``d``; ``__enzyme_py_strided_adj_<ty>`` (same arguments): the reverse of
+    copying those bytes as ``ty`` data (``__enzyme_py_memcpy_adj_<ty>`` per element).
+    The copy of an array of structs holding pointers and floats, ``n * sizeof *p``
+    bytes: the forward sweep moves the pointers' shadows, the reverse the floats'
+    adjoints, field run by field run."""
+    from .emit import type_suffix
+    i64 = T.i64
+    name = "__enzyme_py_strided_copy" if ty is None \
+        else f"__enzyme_py_strided_adj_{type_suffix(ty)}"
+    fn, new = _new(module, name, T.void, [T.ptr, T.ptr, i64, i64, i64, i64])
+    if not new:
+        return fn
+    d, s, nb, stride, off, size = fn.args
+    each = _copy_adjoint(module, e, "memcpy", ty) if ty is not None else \
+        e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+    entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
+    e.position_at_end(entry)
+    e.cbranch(e.icmp("ult", nb, stride), exit_, loop)
+    e.position_at_end(loop)
+    at = e.phi(i64)
+    o = e.binop("add", at, off)
+    pd, ps = e.gep_bytes(d, o), e.gep_bytes(s, o)
+    e.call(each, [pd, ps, size] + ([ConstantInt(T.i1, 0)] if ty is None else []))
+    nxt = e.binop("add", at, stride)
+    e.cbranch(e.icmp("ule", e.binop("add", nxt, stride), nb), loop, exit_)
+    at.add_incoming(ConstantInt(i64, 0), entry)
+    at.add_incoming(nxt, loop)
     e.position_at_end(exit_)
     e.ret()
     return fn

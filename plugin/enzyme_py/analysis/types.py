@@ -453,7 +453,10 @@ def tree_float_fields(module, ptrs, nbytes, most=64, pointers=False):
     loaded from memory at -O0): runs as ``float_fields`` gives them, when both ends
     hold, in each 4-byte step, exactly one double (8 bytes), exactly one float, or only
     integers (and, with ``pointers``, pointers); None where a byte is unknown, kinds
-    mix within a step, or there are more than ``most`` runs."""
+    mix within a step, or there are more than ``most`` runs.  Unknown bytes are
+    padding (no run) only where a C layout puts it: the 4 bytes after a 4-byte field
+    that ends off an 8-byte boundary in an object of a multiple of 8 bytes (``{const
+    char *key; double val; uint32_t hash;}``'s tail)."""
     from .typetree import MemoryTypes
     if nbytes % 4 or nbytes > 4096:
         return None
@@ -465,13 +468,18 @@ def tree_float_fields(module, ptrs, nbytes, most=64, pointers=False):
             out |= types.kinds(p, off, n)
         return out
     other = {"int", "ptr"} if pointers else {"int"}
-    runs, off = [], 0
+    runs, off, four = [], 0, False     # four: the last step was a 4-byte field
     while off < nbytes:
         if off + 8 <= nbytes and at(off, 8) == {"double"}:
-            run = (off, "double", 8)
+            run, four = (off, "double", 8), False
         elif at(off, 4) == {"float"}:
-            run = (off, "float", 4)
+            run, four = (off, "float", 4), True
         elif at(off, 4) and at(off, 4) <= other:
+            four = at(off, 4) == {"int"}
+            off += 4
+            continue
+        elif four and off % 8 == 4 and nbytes % 8 == 0 and not at(off, 4):
+            four = False
             off += 4
             continue
         else:
