@@ -110,20 +110,15 @@ def check_pointer_escape(v, p, act, rctx, location, store=None) -> None:
         if g in getattr(rctx, "shadow_globals", {}) or g.name in inactive \
                 or not pointer_read_back(g, functions, memo):
             continue    # (an inactive global's derivatives are dropped on purpose)
-        from ..analysis.activity import underlying_object
-        from ..ir.instructions import Alloca
-        why = ("the pointer stored is the address of a local variable (a shadow global "
-               "holds enzyme_dup pointers and blocks the code allocates, not the "
-               "derivative's stack)" if isinstance(underlying_object(v), Alloca) else
-               "a pointer stored there is neither an enzyme_dup argument nor a block the "
-               "code allocates (an enzyme_const argument, constant data, the address of a "
-               "local variable, a pointer loaded from memory)")
         raise ADError(f"a pointer that carries derivatives is stored into global '{g.name}', "
                       "which the differentiated code reads pointers back from, but which "
-                      f"gets no shadow: {why}", location=location,
+                      "gets no shadow: a pointer stored there is neither an enzyme_dup "
+                      "argument, a block the code allocates nor a local variable of the "
+                      "differentiated code (an enzyme_const argument, constant data, the "
+                      "caller's memory, a pointer loaded from memory)", location=location,
                       hint="pass the memory to the functions that use it as an argument, or "
-                           "store only enzyme_dup pointers (or blocks the code allocates) "
-                           "into that global")
+                           "store only enzyme_dup pointers, blocks the code allocates or its "
+                           "local variables into that global")
     from ..analysis.globals import argument_read_back
     memo.setdefault("same_object", getattr(rctx, "same_object", set()))
     memo.setdefault("shadow_globals", set(getattr(rctx, "shadow_globals", {})))

@@ -23,8 +23,11 @@ pointers the call sites pass with ``enzyme_dup`` -- directly or through the para
 of the functions it calls (``register(0, a)`` storing ``chans[i].buf = b``): its shadow
 holds the caller's shadow, so a function that reads the pointer back later
 (``gp[0] * gp[1]`` in a callee LLVM does not inline) reads and accumulates derivatives
-there.  Where some pointer stored into such a global may have no shadow (an
-``enzyme_const`` argument, a pointer loaded from memory), the global gets none, and a
+there.  The address of a local variable of the differentiated code (an observer
+registered in ``static struct acc *g_obs[N]``; a quadrature driver's ``void *params``)
+counts too: its shadow lives until the reverse sweep of its function is done.  Where
+some pointer stored into such a global may have no shadow (an ``enzyme_const``
+argument, a pointer loaded from memory), the global gets none, and a
 pointer with a shadow stored into it is a compile error where the differentiated code
 reads the global back (``pointer_read_back``): its derivatives would be lost.
 
@@ -43,7 +46,7 @@ parallel region is refused (``thread_local_in_parallel``).
 
 from __future__ import annotations
 
-from ..ir.instructions import AtomicRMW, Call, Load, Ret, Store
+from ..ir.instructions import Alloca, AtomicRMW, Call, Load, Ret, Store
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantExpr, ConstantNull
 from .activity import floatish, has_pointer, underlying_object
@@ -93,6 +96,7 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
     parameter of a function the call sites differentiate -> the set of its bindings'
     kinds ("dup", "const", ...) over those call sites."""
     passed = _globals_passed(functions)
+    fns = set(functions)
     origins = _pointer_origins(functions, entry_kinds or {})
     given = _roots_passed(functions)
     stored: dict = {}   # pointer global -> whether every pointer stored there has a shadow
@@ -128,8 +132,10 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                         # a writable global's own address (an embedded filter's
                         # `g_fir.delay = g_delay` work array) takes a shadow global too
                         scratch = [global_base(r) for r in roots]
-                        ok = all(_fresh(r) or (getattr(r, "is_argument", False)
-                                               and origins.get(r) == {"dup"})
+                        ok = all(_fresh(r) or _local(r, fns)
+                                 or (getattr(r, "is_argument", False)
+                                     and (origins.get(r) or {"other"})
+                                     <= {"dup", "local"})
                                  or (b is not None and _eligible(b, inactive))
                                  for r, b in zip(roots, scratch))
                         ok_so_far, held = stored.get(g, (True, []))
@@ -206,7 +212,7 @@ def _pointer_origins(functions, entry_kinds) -> dict:
     kinds of the call sites' bindings ("dup", "const") where it is a differentiated
     function's own parameter, and "other" for any pointer passed by a call among
     ``functions`` that is not one of their parameters nor a block they allocate, or
-    by a call from outside them."""
+    by a call from outside them; "local" for a local variable of one of them."""
     fns = set(functions)
     edges = []
     origins: dict = {}
@@ -223,6 +229,8 @@ def _pointer_origins(functions, entry_kinds) -> dict:
     for arg, r in _passed_roots(functions):
         if getattr(r, "is_argument", False):
             edges.append((arg, r))
+        elif _local(r, fns):
+            origins.setdefault(arg, set()).add("local")
         elif not _fresh(r):
             origins.setdefault(arg, set()).add("other")
     changed = True
@@ -513,6 +521,14 @@ def _text_block(v) -> bool:
             continue
         return False
     return True
+
+
+def _local(v, functions) -> bool:
+    """Whether ``v`` is a local variable of one of ``functions`` (an observer registered
+    in a global by its address): its shadow is a block that lives until the reverse
+    sweep of its function is done, so a shadow global may hold it."""
+    return isinstance(v, Alloca) and v.parent is not None \
+        and v.parent.parent in functions
 
 
 def _fresh(v, calls=2) -> bool:
