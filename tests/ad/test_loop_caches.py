@@ -498,3 +498,42 @@ def test_generated_ir_is_the_same_on_every_build(tmp_path):
         assert r.returncode == 0, r.stderr
         texts.add((tmp_path / f"s{k}.enzyme.ll").read_text().replace(f"s{k}", "s"))
     assert len(texts) == 1
+
+
+# Round BQ (a netlist parsed inside the differentiated function): a while loop whose
+# body copies a record of run-time length (its counter needed by the reverse sweep) and
+# skips comment characters with `continue` -- the `||` chain becomes a switch with
+# several edges to the loop header, and the iteration counter's phi had one entry per
+# predecessor block, not per edge: "the transformed module does not verify" at -O0.
+SWITCH_EDGES = r"""
+#include <stdio.h>
+#include <string.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double f(const char *p, const double *x) {
+    double v[3] = { 0 }; int n = 0;
+    char line[8];
+    while (*p) {
+        size_t len = (size_t)(p[1] - '0');
+        memcpy(line, p, len);
+        p += 2;
+        if (line[0] == '*' || line[0] == '.' || line[0] == ' ') continue;
+        v[n] = x[n] * x[n] * (line[0] == 'b' ? 3 : 1);
+        n++;
+    }
+    return v[0] + v[1] + v[2];
+}
+int main(void) {
+    double x[3] = { 1.5, 2.0, -1.0 }, dx[3] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_const, "a2*2.2b2 2c2", enzyme_dup, x, dx);
+    printf("dx %.17g %.17g %.17g\n", dx[0], dx[1], dx[2]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_loop_header_reached_by_several_switch_edges(tmp_path, opt):
+    out = build_and_run(tmp_path, SWITCH_EDGES, opt)
+    assert out.returncode == 0, out.stderr
+    assert parse_values(out.stdout)["dx"] == [3.0, 12.0, -2.0], out.stdout

@@ -194,7 +194,10 @@ class AugmentedForward:
             nxt = BinaryOp("add", iv, ConstantInt(T.i64, 1), flags=("nuw", "nsw"))
             nxt.insert_before(h.first_non_phi)
             for p in self.cfg.preds[lp.header]:
-                iv.add_incoming(nxt if p in lp.blocks else ConstantInt(T.i64, 0), vmap[p])
+                # one entry per edge: a switch may branch to the header on several cases
+                for _ in range(sum(s is lp.header for s in p.successors)):
+                    iv.add_incoming(nxt if p in lp.blocks else ConstantInt(T.i64, 0),
+                                    vmap[p])
             gen.aiv[lp] = iv
 
     def _stack_shadows(self):
