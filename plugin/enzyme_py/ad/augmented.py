@@ -655,11 +655,15 @@ class AugmentedForward:
         sweeps).  From the objects' kinds; where those give no answer, from the kinds
         of exactly the bytes moved (``types.byte_kinds``)."""
         from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, memory_kinds, \
-            pointee_kinds, string_characters
+            pointee_kinds, string_characters, string_object_bytes
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
                                    or constant_text(inst.args[1])):
             return "int"    # characters copied (a std::string built or copied)
+        if len(inst.args) > 3 and isinstance(n, ConstantInt) and any(
+                string_object_bytes(p, self.ctx.module.datalayout, n.value)
+                for p in inst.args[:2]):
+            return "int"    # a std::string's representation moved (libc++: into a node)
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)

@@ -37,8 +37,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
-__all__ = ["string_characters", "string_inline_bytes", "constant_text", "memory_kinds",
-           "byte_kinds", "pointee_kinds",
+__all__ = ["string_characters", "string_inline_bytes", "string_object_bytes", "constant_text",
+           "memory_kinds", "byte_kinds", "pointee_kinds",
            "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
            "tbaa_kind", "HINTS", "carries_no_derivative", "function_of"]
 
@@ -135,8 +135,12 @@ def string_characters(p) -> bool:
 
 
 # libstdc++'s std::string: {char *data, size_t length, union {char buf[16]; size_t
-# capacity}} -- bytes 16..32 hold characters or the capacity, never a float
-_LIBSTDCXX_STRING = _STRING_TBAA[0]
+# capacity}} -- bytes 16..32 hold characters or the capacity, never a float; libc++'s:
+# 24 bytes, {size, capacity, data} or 23 inline characters and a size byte
+# (TBAA names: the class itself, and libstdc++'s _Alloc_hider, at its offset 0)
+_LIBSTDCXX_STRING = _STRING_TBAA[0] + "E"
+_STRING_SIZE = {_LIBSTDCXX_STRING: 32, _STRING_TBAA[0] + "12_Alloc_hiderE": 32,
+                _STRING_TBAA[1] + "E": 24}
 _STRING_INLINE = (16, 32)
 
 
@@ -144,13 +148,30 @@ def string_inline_bytes(p, dl, n=1) -> bool:
     """Whether the ``n`` bytes at ``p`` lie in the inline buffer of a libstdc++
     ``std::string`` (bytes 16..32 of the object: its short characters, or the capacity
     of a long string; a string moved into a ``std::map`` node copies them as one
-    ``i64``).  The object is found by an access at a constant offset from the same
-    base whose TBAA tag's base type is the string (or its ``_Alloc_hider``, at offset
-    0)."""
+    ``i64``): see ``_string_at``."""
+    at = _string_at(p, dl, n)
+    return at is not None and at[0].startswith(_STRING_TBAA[0]) \
+        and _STRING_INLINE[0] <= at[1] and at[1] + n <= _STRING_INLINE[1]
+
+
+def string_object_bytes(p, dl, n) -> bool:
+    """Whether the ``n`` bytes at ``p`` lie inside one ``std::string`` object
+    (libstdc++'s or libc++'s): sizes, capacity, the pointer to its characters or the
+    characters themselves -- never a float (libc++ moves a key into a ``std::map`` node
+    with one 24-byte memcpy of its representation)."""
+    return _string_at(p, dl, n) is not None
+
+
+def _string_at(p, dl, n):
+    """(TBAA name of the string type, offset in it) where the ``n`` bytes at ``p`` lie
+    inside a ``std::string`` object, else None.  The object is found by a load or
+    store at a constant offset from the same base whose TBAA tag's base type is the
+    string, or a struct that holds one there by its member list (``std::pair<const
+    std::string, double>``: a map node's key)."""
     from .activity import base_offset
     root, off = base_offset(p, dl)
     if off is None:
-        return False
+        return None
     for q in [root] + [u.user for u in root.uses if isinstance(u.user, GEP)]:
         r, qoff = base_offset(q, dl)
         if r is not root or qoff is None:
@@ -164,16 +185,42 @@ def string_inline_bytes(p, dl, n=1) -> bool:
             if tag is None or len(tag.operands) < 3 \
                     or not isinstance(tag.operands[0], md.MDRef):
                 continue
-            name = _tbaa_name(acc.module, tag.operands[0])
-            if name is None or not name.startswith(_LIBSTDCXX_STRING):
-                continue
             try:
                 start = qoff - int(str(tag.operands[2]).split()[-1])
             except ValueError:
                 continue
-            if _STRING_INLINE[0] <= off - start and off - start + n <= _STRING_INLINE[1]:
-                return True
-    return False
+            got = _string_member(acc.module, tag.operands[0], off - start, n)
+            if got is not None:
+                return got
+    return None
+
+
+def _string_member(module, type_ref, rel, n, depth=6):
+    """(string type name, offset in it) where bytes ``rel .. rel + n`` of an object of
+    the TBAA type ``type_ref`` lie inside a ``std::string`` member (or the object is
+    one), else None."""
+    node = _md(module, type_ref)
+    if node is None or not node.operands or not isinstance(node.operands[0], md.MDString):
+        return None
+    name = node.operands[0].value
+    size = _STRING_SIZE.get(name)
+    if size is not None:
+        return (name, rel) if 0 <= rel and rel + n <= size else None
+    if not depth or not name.startswith("_ZTS"):
+        return None
+    members = []
+    for ref, o in zip(node.operands[1::2], node.operands[2::2]):
+        try:
+            members.append((int(str(o).split()[-1]), ref))
+        except ValueError:
+            return None
+    for k, (o, ref) in enumerate(members):
+        end = members[k + 1][0] if k + 1 < len(members) else None
+        if o <= rel and (end is None or rel + n <= end) and isinstance(ref, md.MDRef):
+            got = _string_member(module, ref, rel - o, n, depth - 1)
+            if got is not None:
+                return got
+    return None
 
 
 def constant_text(p) -> bool:
