@@ -242,6 +242,71 @@ def test_arrays_of_structs_mixing_pointers_and_doubles_copied_whole(tmp_path, op
     run(tmp_path, ARRAYS_OF_MIXED_STRUCTS, opt, valgrind)
 
 
+# Round BP: a generic byte-wise swap (`char t = *p; *p++ = *q; *q++ = t;`) of two
+# doubles in a local array, which clang -O2 unrolls -- the bytes loaded in one block and
+# stored after a merge (phis of `i8`), or as `<16 x i8>` halves swapped by a
+# `shufflevector` -- was taken for integers: (1, 2, 3) for (3, 2, 1), in both modes,
+# silently (refused at -O0 and -O1; Enzyme 15 refuses).  Derivatives cannot follow
+# bytes: refused at every level now.  The same swap of the ints of a permutation that
+# then indexes the doubles stays right.
+BYTE_SWAP = r"""
+static void byteswap(void *a, void *b, size_t n) {
+    char *p = a, *q = b;
+    while (n--) { char t = *p; *p++ = *q; *q++ = t; }
+}
+double f(const double *x, int n) {
+    double y[8];
+    for (int i = 0; i < n; i++) y[i] = x[i];
+    SWAP;
+    double s = 0;
+    for (int k = 0; k < n; k++) s += y[k] * (k + 1);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 }, t[3] = { 1, 0, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    check("rev", dx[0], 3); check("rev", dx[2], 1);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, 3), 3);
+    return fails;
+}
+"""
+PERMUTATION_SWAP = r"""
+static void byteswap(void *a, void *b, size_t n) {
+    char *p = a, *q = b;
+    while (n--) { char t = *p; *p++ = *q; *q++ = t; }
+}
+double f(const double *x, int n) {
+    int perm[8];
+    for (int i = 0; i < n; i++) perm[i] = i;
+    byteswap(&perm[0], &perm[n - 1], sizeof(int));
+    double s = 0;
+    for (int k = 0; k < n; k++) s += x[perm[k]] * x[perm[k]] * (k + 1);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 }, t[3] = { 1, 0, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    check("rev", dx[0], 6); check("rev", dx[1], 8); check("rev", dx[2], 6);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, 3), 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
+@pytest.mark.parametrize("swap", ["byteswap(&y[0], &y[n - 1], sizeof(double))",
+                                  "byteswap(&y[0], &y[1], 2 * sizeof(double))"])
+def test_doubles_swapped_byte_by_byte_are_refused(tmp_path, opt, swap):
+    err = build_error(tmp_path, BYTE_SWAP.replace("SWAP", swap), opt)
+    assert "an integer-typed copy of memory that may hold floating-point values" in err, err
+    assert not (Path(tmp_path) / "t").exists()
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
+def test_ints_swapped_byte_by_byte_beside_doubles(tmp_path, opt):
+    run(tmp_path, PERMUTATION_SWAP, opt)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -18,9 +18,9 @@ from .dispatch import Dispatched, is_indirect, resolve
 from .sort import aug_qsort
 from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_address,
                    sync_text_objects)
-from .errors import (ADError, external_call_error, indirect_call_error, no_shadow_rule_error,
-                     check_copy_into_unshadowed, check_pointer_escape, unshadowed_atomic_error,
-                     unshadowed_store_error)
+from .errors import (ADError, external_call_error, indirect_call_error, merged_copy_error,
+                     no_shadow_rule_error, check_copy_into_unshadowed, check_pointer_escape,
+                     unshadowed_atomic_error, unshadowed_store_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
 from .libc import fill_shadow, shadowed_writes, written
@@ -80,6 +80,53 @@ def _text_byte(load) -> bool:
         isinstance(u.user, ICmp) and any(isinstance(o, ConstantInt) and o.value == 0
                                          for o in u.user.operands) for u in load.uses)
         or string_characters(load.operand(0)))
+
+
+def merged_copy_of_floats(v, p, shadowed, dl):
+    """The loads that an integer (or vector of integers) ``v`` stored to ``p`` copies
+    through phis, selects, vector shuffles or freezes (a byte-wise swap that clang
+    unrolls: bytes loaded in one block, stored after a merge; ``<16 x i8>`` halves
+    swapped by a shuffle) where they read memory with a shadow that may hold
+    floating-point values of the bytes moved, else None.  Neither sweep moves
+    derivatives through such a merge, so a copy of floats this way would lose them
+    silently: the generators refuse it, as they refuse a byte of a float copied by
+    itself."""
+    from ..analysis.types import indexed_kinds, layout_kinds
+    from ..ir.instructions import Freeze, Phi, ShuffleVector
+    ty = v.type
+    el = ty.element if ty.is_vector else ty
+    if not el.is_int or isinstance(v, Load) and not ty.is_vector \
+            and ty.width in (8, 32, 64, 128):
+        return None     # (a plain integer load: the store's own rules)
+    loads, seen, work = [], set(), [v]
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if len(seen) > 64:
+            return None
+        if isinstance(x, Load):
+            loads.append(x)
+        elif isinstance(x, Phi):
+            work.extend(val for val, _ in x.incoming)
+        elif isinstance(x, Select):
+            work.extend((x.operand(1), x.operand(2)))
+        elif isinstance(x, ShuffleVector):
+            work.extend((x.operand(0), x.operand(1)))
+        elif isinstance(x, Freeze):
+            work.append(x.operand(0))
+        elif not isinstance(x, (ConstantInt, Undef, Poison, ZeroInit)) \
+                and x.is_instruction or isinstance(x, Argument):
+            return None     # an integer computed (or passed): not a copy
+    loads = [ld for ld in loads if ld.operand(0) in shadowed and not _text_byte(ld)
+             and layout_kinds(ld.operand(0), dl.store_size(ld.type), dl) != {"int"}
+             and indexed_kinds(ld.operand(0), dl.store_size(ld.type), dl) != {"int"}]
+    if not loads:
+        return None
+    w = dl.store_size(ty) * 8
+    kinds = _int_copy_kinds([ld.operand(0) for ld in loads] + [p], w)
+    return None if _no_float_of_width(kinds, w) else loads
 
 
 def _select_leaves(v, depth=4):
@@ -348,8 +395,12 @@ class AugmentedForward:
                                    "integers, or never shows the type of (a char "
                                    "buffer): copy the values with their own type (assign "
                                    "the double or the struct) instead of as bytes")
-            elif isinstance(v, Select) and v.type.is_int and v.type.width in (8, 32, 64, 128):
+            elif isinstance(v, Select) and v.type.is_int and v.type.width in (8, 32, 64, 128) \
+                    and _select_leaves(v) is not None:
                 self._select_copy(v, inst, p)
+            elif not floatish(v.type) and merged_copy_of_floats(
+                    v, p, self.act.shadowed, self.ctx.module.datalayout) is not None:
+                raise merged_copy_error(self.ctx.err_loc(inst))
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
                 and not (self.P in getattr(self.ctx, "entries", ())

@@ -210,3 +210,14 @@ def external_call_error(name: str, location, forward: bool) -> MissingDefinition
     return MissingDefinitionError(f"cannot differentiate call to external function '{name}': "
                                   "no definition and no derivative rule", location=location,
                                   hint=hint)
+
+
+def merged_copy_error(location):
+    """A store of integers merged from loads of memory that may hold floats
+    (``augmented.merged_copy_of_floats``)."""
+    return ADError("an integer-typed copy of memory that may hold floating-point values, "
+                   "merged by a phi, select or vector shuffle (a byte-wise copy or swap "
+                   "that the optimiser unrolled): its derivatives cannot follow the bytes",
+                   location=location,
+                   hint="copy the values with their own type (assign the double or the "
+                        "struct, or memcpy the whole value) instead of as bytes")

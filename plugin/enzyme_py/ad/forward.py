@@ -37,9 +37,11 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
+from .augmented import merged_copy_of_floats
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
-                     no_shadow_rule_error, struct_return_error, unshadowed_atomic_error,
-                     unshadowed_store_error, check_copy_into_unshadowed, check_pointer_escape)
+                     merged_copy_error, no_shadow_rule_error, struct_return_error,
+                     unshadowed_atomic_error, unshadowed_store_error, check_copy_into_unshadowed,
+                     check_pointer_escape)
 from .kinds import check as check_kind, check_never
 from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
 from .rules import BINARY, UNARY, libm_rule, reduction_rule, struct_math_rule, tangent
@@ -438,6 +440,9 @@ class ForwardGen:
             elif isinstance(v, Cast) and v.opcode == "ptrtoint" and v.operand(0) in act.shadowed:
                 # a pointer stored as an integer: its shadow, the same way (augmented.py)
                 vals = [e.cast("ptrtoint", s, v.type) for s in self.S(v.operand(0), inst)]
+            elif merged_copy_of_floats(v, p, act.shadowed, self.ctx.module.datalayout) \
+                    is not None:
+                raise merged_copy_error(self.ctx.err_loc(inst))
             else:
                 return
             for x, s in zip(vals, self.S(p, inst)):
