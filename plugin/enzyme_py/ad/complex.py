@@ -9,8 +9,10 @@ differentiated are redirected to reference implementations written here in terms
 real libm functions (``_enzymepy_cexp``: ``exp(re) * (cos im, sin im)``), which the AD
 pass then differentiates through their bodies like any other code:
 
-``cabs`` ``carg`` ``cexp`` ``clog`` ``csqrt`` ``cpow`` ``__muldc3`` ``__divdc3``
-(and ``creal``/``cimag``/``conj``, which clang inlines).
+``cabs`` ``carg`` ``cexp`` ``clog`` ``csqrt`` ``cpow`` ``csin`` ``ccos`` ``ctan``
+``csinh`` ``ccosh`` ``ctanh`` ``__muldc3`` ``__divdc3`` (and ``creal``/``cimag``/``conj``,
+which clang inlines; ``std::sin`` ... ``std::tanh`` of a ``std::complex<double>`` call
+the C functions).  ``ctan``/``ctanh`` follow Kahan's formula, as glibc does.
 
 ``__muldc3``/``__divdc3`` here are the textbook formulas: the recovery of infinite and NaN
 parts of C's Annex G is not reproduced (derivatives of infinities are not defined
@@ -91,6 +93,57 @@ def _cpow(e, zr, zi, wr, wi):
     return _pack(e, *_exp(e, *_mul(e, wr, wi, lr, li)))
 
 
+def _csinh(e, x, y):
+    return _pack(e, e.fmul(e.libm("sinh", x), e.libm("cos", y)),
+                 e.fmul(e.libm("cosh", x), e.libm("sin", y)))
+
+
+def _ccosh(e, x, y):
+    return _pack(e, e.fmul(e.libm("cosh", x), e.libm("cos", y)),
+                 e.fmul(e.libm("sinh", x), e.libm("sin", y)))
+
+
+def _csin(e, x, y):     # -i csinh(iz)
+    return _pack(e, e.fmul(e.libm("sin", x), e.libm("cosh", y)),
+                 e.fmul(e.libm("cos", x), e.libm("sinh", y)))
+
+
+def _ccos(e, x, y):     # ccosh(iz)
+    return _pack(e, e.fmul(e.libm("cos", x), e.libm("cosh", y)),
+                 e.fneg(e.fmul(e.libm("sin", x), e.libm("sinh", y))))
+
+
+def _tanh_parts(e, x, y):
+    """Kahan's ``ctanh`` (as glibc and musl compute it): with t = tan y, s = sinh x,
+    beta = 1 + t^2, rho = sqrt(1 + s^2): (beta rho s, t) / (1 + beta s^2); for |x| > 22,
+    where sinh overflows first, (copysign(1, x), 4 sin y cos y e^(-2|x|)).  Both arms
+    are computed (the large one's x kept out of the small one's sinh, so neither
+    derivative meets an infinity) and one is selected."""
+    big = e.fcmp("ogt", e.libm("fabs", x), _c(x, 22.0))
+    xs = e.select(big, _c(x, 0.0), x)
+    t = e.libm("tan", y)
+    sh = e.libm("sinh", xs)
+    beta = e.fadd(_c(x, 1.0), e.fmul(t, t))
+    rho = e.libm("sqrt", e.fadd(_c(x, 1.0), e.fmul(sh, sh)))
+    den = e.fadd(_c(x, 1.0), e.fmul(beta, e.fmul(sh, sh)))
+    small_re = e.fdiv(e.fmul(beta, e.fmul(rho, sh)), den)
+    small_im = e.fdiv(t, den)
+    xb = e.select(big, x, _c(x, 30.0))
+    big_re = e.libm("copysign", _c(x, 1.0), x)
+    big_im = e.fmul(e.fmul(_c(x, 4.0), e.fmul(e.libm("sin", y), e.libm("cos", y))),
+                    e.libm("exp", e.fmul(_c(x, -2.0), e.libm("fabs", xb))))
+    return e.select(big, big_re, small_re), e.select(big, big_im, small_im)
+
+
+def _ctanh(e, x, y):
+    return _pack(e, *_tanh_parts(e, x, y))
+
+
+def _ctan(e, x, y):     # -i ctanh(iz), iz = -y + ix
+    a, b = _tanh_parts(e, e.fneg(y), x)
+    return _pack(e, b, e.fneg(a))
+
+
 def _muldc3(e, a, b, c, d):
     return _pack(e, *_mul(e, a, b, c, d))
 
@@ -105,7 +158,9 @@ def _divdc3(e, a, b, c, d):
 _FUNCTIONS = {
     "cabs": ("z", False, _cabs), "carg": ("z", False, _carg),
     "cexp": ("z", True, _cexp), "clog": ("z", True, _clog), "csqrt": ("z", True, _csqrt),
-    "cpow": ("zz", True, _cpow), "__muldc3": ("xxxx", True, _muldc3),
+    "cpow": ("zz", True, _cpow), "csin": ("z", True, _csin), "ccos": ("z", True, _ccos),
+    "ctan": ("z", True, _ctan), "csinh": ("z", True, _csinh), "ccosh": ("z", True, _ccosh),
+    "ctanh": ("z", True, _ctanh), "__muldc3": ("xxxx", True, _muldc3),
     "__divdc3": ("xxxx", True, _divdc3),
 }
 
