@@ -91,13 +91,15 @@ def merged_copy_of_floats(v, p, shadowed, dl):
     derivatives through such a merge, so a copy of floats this way would lose them
     silently: the generators refuse it, as they refuse a byte of a float copied by
     itself."""
-    from ..analysis.types import indexed_kinds, layout_kinds
+    from ..analysis.types import indexed_kinds, layout_kinds, string_object_bytes
     from ..ir.instructions import Freeze, Phi, ShuffleVector
     ty = v.type
     el = ty.element if ty.is_vector else ty
     if not el.is_int or isinstance(v, Load) and not ty.is_vector \
             and ty.width in (8, 32, 64, 128):
         return None     # (a plain integer load: the store's own rules)
+    if string_object_bytes(p, dl, dl.store_size(ty)):
+        return None     # a std::string's bytes (its inline characters, chosen by length)
     loads, seen, work = [], set(), [v]
     while work:
         x = work.pop()
@@ -120,6 +122,7 @@ def merged_copy_of_floats(v, p, shadowed, dl):
                 and x.is_instruction or isinstance(x, Argument):
             return None     # an integer computed (or passed): not a copy
     loads = [ld for ld in loads if ld.operand(0) in shadowed and not _text_byte(ld)
+             and not string_object_bytes(ld.operand(0), dl, dl.store_size(ld.type))
              and layout_kinds(ld.operand(0), dl.store_size(ld.type), dl) != {"int"}
              and indexed_kinds(ld.operand(0), dl.store_size(ld.type), dl) != {"int"}]
     if not loads:
