@@ -494,18 +494,51 @@ double named(const double *x, int n) {
 """, "named", [0.3, 0.8, -0.4])
 
 
+# Round BR: std::swap of two std::pair<std::string, double> calls the string's
+# out-of-line swap with the pairs' addresses, which clang marks dereferenceable(40);
+# the string objects a text member touches are copied into their shadows, and the copy
+# took those 40 bytes -- the double's adjoint overwritten with its value: gradients
+# doubled at -O1..-O3, silently (Enzyme 15 refuses).  At most a string's bytes now.
+# Growing and sorting a vector of such pairs was refused at -O2 ("integer-typed copy",
+# "mixes floating-point values and pointers": a string's length and characters moved
+# where the string is found only through the pair's TBAA type or its inline buffer).
+SWAPPED_PAIRS = _program(["algorithm", "string", "utility", "vector"], r"""
+typedef std::pair<std::string, double> P;
+double swapped(const double *x, int n) {
+  P a{"a", x[0]}, b{"b", x[1] * x[1]};
+  std::swap(a, b);
+  double s = a.second + 2 * b.second;
+  std::vector<P> v;
+  for (int i = 0; i < n; i++) v.push_back(P(std::string(i + 20, 'k'), x[i]));
+  for (int i = 0; i + 1 < n; i++)
+    if (v[i].second < v[i + 1].second) std::swap(v[i], v[i + 1]);
+  std::sort(v.begin(), v.end(), [](const P &p, const P &q) { return p.second < q.second; });
+  for (int i = 0; i < n; i++) s += (i + 1) * v[i].second * v[i].first.size();
+  return s;
+}
+""", "swapped", [0.5, 1.5, -0.25])
+
+
 # Each program above against central differences, both modes, -O0 and -O2.
 LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extremes"),
                     "springs": (SPRINGS, "springs"), "algorithms": (ALGORITHMS, "algos"), "nested_vectors": (NESTED, "gram"),
                     "list": (LIST, "ranks"), "deque": (DEQUE, "window"),
                     "valarray": (VALARRAY, "expr"), "members": (MEMBERS, "members"),
                     "layers": (LAYERS, "mlp"), "named": (NAMED, "named"),
-                    "variant": (VARIANT, "shapes")}
+                    "variant": (VARIANT, "shapes"), "swapped_pairs": (SWAPPED_PAIRS, "swapped")}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 @pytest.mark.parametrize("program", sorted(LIBRARY_PROGRAMS))
-def test_library_types_on_active_data(tmp_path, program, opt):
+def test_library_types_on_active_data(tmp_path, program, opt, request):
+    if program == "swapped_pairs":
+        from enzyme_py.driver.clang import find_clang
+        if find_clang().is_zig:
+            # libc++ (zig's clang) relocates the vector's pairs into new storage with one
+            # memcpy of (end - begin) bytes, mixing the strings' pointers and the
+            # doubles: a known refusal, expected until it is lifted
+            request.applymarker(pytest.mark.xfail(strict=True, reason="libc++ relocation "
+                                                  "of pair<string, double>: refused"))
     source, fn = LIBRARY_PROGRAMS[program]
     assert _derivatives(tmp_path, source, opt) == {fn}
 

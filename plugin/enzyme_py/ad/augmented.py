@@ -501,12 +501,14 @@ class AugmentedForward:
         return got
 
     def _string_bytes(self, load, dst):
-        """Whether an integer copy moves a ``std::string``'s inline bytes (characters or
-        its capacity) into another string's: never a float (``types.string_inline_bytes``)."""
-        from ..analysis.types import string_inline_bytes
+        """Whether an integer copy moves a ``std::string``'s length, capacity or inline
+        characters out of one string or into one (the other end may be a temporary whose
+        accesses do not show the string: ``std::swap`` of a struct holding one): never a
+        float (``types.string_value_bytes``)."""
+        from ..analysis.types import string_value_bytes
         dl = self.ctx.module.datalayout
         n = dl.store_size(load.type)
-        return string_inline_bytes(load.operand(0), dl, n) and string_inline_bytes(dst, dl, n)
+        return string_value_bytes(load.operand(0), dl, n) or string_value_bytes(dst, dl, n)
 
     def _int_by_layout(self, load):
         """Whether the declared layout of the struct/array a load reads from says its
@@ -709,15 +711,18 @@ class AugmentedForward:
         sweeps).  From the objects' kinds; where those give no answer, from the kinds
         of exactly the bytes moved (``types.byte_kinds``)."""
         from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, memory_kinds, \
-            pointee_kinds, string_characters, string_object_bytes
+            pointee_kinds, string_buffer, string_characters, string_object_bytes
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
                                    or constant_text(inst.args[1])):
             return "int"    # characters copied (a std::string built or copied)
+        dl = self.ctx.module.datalayout
         if len(inst.args) > 3 and isinstance(n, ConstantInt) and any(
-                string_object_bytes(p, self.ctx.module.datalayout, n.value)
-                for p in inst.args[:2]):
+                string_object_bytes(p, dl, n.value) for p in inst.args[:2]):
             return "int"    # a std::string's representation moved (libc++: into a node)
+        if len(inst.args) > 3 and not isinstance(n, ConstantInt) and any(
+                string_buffer(p, dl) for p in inst.args[:2]):
+            return "int"    # a string's characters (moved into new storage, or built)
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)

@@ -315,9 +315,16 @@ def sync_text_objects(e, inst, A, shadows_of) -> None:
     empty where there is none).  The member may have moved the characters (``s += ...``
     past the inline buffer): the shadow object then holds the same pointers, as text is
     its own shadow, instead of its own inline buffer's address, which the string's
-    destructor would free.  The object's size is its ``dereferenceable`` bytes."""
+    destructor would free.  The object's size is its ``dereferenceable`` bytes, at most
+    a string's (32 bytes in libstdc++, 24 in libc++): clang marks a string that is the
+    first member of a struct with the struct's size (``std::swap`` of two
+    ``std::pair<std::string, double>`` passes the pairs), and the bytes after the string
+    are not text -- the double's adjoint was overwritten with its value."""
     from ..ir.attributes import Attributes
     callee = inst.called_function
+    name = inst.callee_name or ""
+    most = 32 if "St7__cxx11" in name else 24 if name.startswith(("_ZNSt3__1", "_ZNKSt3__1")) \
+        else None
     memcpy = None
     for j, a in enumerate(inst.args):
         if not a.type.is_pointer:
@@ -332,6 +339,8 @@ def sync_text_objects(e, inst, A, shadows_of) -> None:
                   if x is not None and x.isdigit()), None)
         if not n:
             continue
+        if most is not None:
+            n = min(n, most)
         if memcpy is None:
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
         for sh in shadows:

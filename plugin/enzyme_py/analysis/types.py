@@ -37,7 +37,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, GEP, Load
 from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
-__all__ = ["string_characters", "string_inline_bytes", "string_object_bytes", "constant_text",
+__all__ = ["string_characters", "string_value_bytes", "string_object_bytes",
+           "string_inline_buffer", "string_buffer", "constant_text",
            "memory_kinds", "byte_kinds", "pointee_kinds",
            "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
            "tbaa_kind", "HINTS", "carries_no_derivative", "function_of"]
@@ -141,17 +142,19 @@ def string_characters(p) -> bool:
 _LIBSTDCXX_STRING = _STRING_TBAA[0] + "E"
 _STRING_SIZE = {_LIBSTDCXX_STRING: 32, _STRING_TBAA[0] + "12_Alloc_hiderE": 32,
                 _STRING_TBAA[1] + "E": 24}
-_STRING_INLINE = (16, 32)
+_STRING_INLINE = 16     # where the inline characters start
 
 
-def string_inline_bytes(p, dl, n=1) -> bool:
-    """Whether the ``n`` bytes at ``p`` lie in the inline buffer of a libstdc++
-    ``std::string`` (bytes 16..32 of the object: its short characters, or the capacity
-    of a long string; a string moved into a ``std::map`` node copies them as one
-    ``i64``): see ``_string_at``."""
+def string_value_bytes(p, dl, n=1) -> bool:
+    """Whether the ``n`` bytes at ``p`` hold a ``std::string``'s length, capacity or
+    inline characters -- never a float, nor its pointer to the characters: libstdc++'s
+    bytes 8..32 (a string moved into a ``std::map`` node copies its inline bytes as one
+    ``i64``; ``std::sort`` moves the length as one), libc++'s 24 (see ``_string_at``)."""
     at = _string_at(p, dl, n)
-    return at is not None and at[0].startswith(_STRING_TBAA[0]) \
-        and _STRING_INLINE[0] <= at[1] and at[1] + n <= _STRING_INLINE[1]
+    if at is None:
+        return False
+    lo = 8 if at[0].startswith(_STRING_TBAA[0]) else 0
+    return lo <= at[1]
 
 
 def string_object_bytes(p, dl, n) -> bool:
@@ -162,19 +165,49 @@ def string_object_bytes(p, dl, n) -> bool:
     return _string_at(p, dl, n) is not None
 
 
+def string_inline_buffer(p, dl) -> bool:
+    """Whether ``p`` points at the start of a ``std::string``'s inline characters
+    (libstdc++: byte 16 of the object; libc++: byte 1, or 0 in its alternate layout):
+    a copy of a run-time number of bytes there copies a short string's characters
+    (``char_traits::copy`` when a string is moved into a vector's new storage)."""
+    at = _string_at(p, dl, 1)
+    return at is not None and (at[1] == _STRING_INLINE if at[0].startswith(_STRING_TBAA[0])
+                               else at[1] in (0, 1))
+
+
+def string_buffer(p, dl) -> bool:
+    """Whether ``p`` is the character buffer of a ``std::string`` being built: chosen
+    by phis/selects between its inline buffer (``string_inline_buffer``) and the block
+    the library's ``_M_create`` returns (``effects.returns_text``)."""
+    from .effects import returns_text
+    work, seen = [p], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if len(seen) > 16:
+            return False
+        if isinstance(v, Phi):
+            work.extend(x for x, _ in v.incoming)
+        elif isinstance(v, Select):
+            work.extend(v.operands[1:])
+        elif not (isinstance(v, Call) and returns_text(v.callee_name or "")
+                  or string_inline_buffer(v, dl)):
+            return False
+    return True
+
+
 def _string_at(p, dl, n):
     """(TBAA name of the string type, offset in it) where the ``n`` bytes at ``p`` lie
     inside a ``std::string`` object, else None.  The object is found by a load or
     store at a constant offset from the same base whose TBAA tag's base type is the
     string, or a struct that holds one there by its member list (``std::pair<const
     std::string, double>``: a map node's key)."""
-    from .activity import base_offset
-    root, off = base_offset(p, dl)
-    if off is None:
-        return None
+    root, off = _constant_base(p, dl)
     for q in [root] + [u.user for u in root.uses if isinstance(u.user, GEP)]:
-        r, qoff = base_offset(q, dl)
-        if r is not root or qoff is None:
+        r, qoff = _constant_base(q, dl)
+        if r is not root:
             continue
         for u in q.uses:
             acc = u.user
@@ -193,6 +226,25 @@ def _string_at(p, dl, n):
             if got is not None:
                 return got
     return None
+
+
+def _constant_base(p, dl, limit=64):
+    """``p`` stripped of GEPs with constant offsets and pointer casts (down to a GEP
+    with a variable index: an element of an array), and the offset they add."""
+    off = 0
+    while limit:
+        limit -= 1
+        if isinstance(p, GEP):
+            o = p.constant_offset(dl)
+            if o is None:
+                break
+            off += o
+            p = p.operand(0)
+        elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
+            p = p.operand(0)
+        else:
+            break
+    return p, off
 
 
 def _string_member(module, type_ref, rel, n, depth=6):
