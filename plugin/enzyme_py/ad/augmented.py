@@ -96,8 +96,8 @@ def merged_copy_of_floats(v, p, shadowed, dl):
     ty = v.type
     el = ty.element if ty.is_vector else ty
     if not el.is_int or isinstance(v, Load) and not ty.is_vector \
-            and ty.width in (8, 32, 64, 128):
-        return None     # (a plain integer load: the store's own rules)
+            or not ty.is_vector and ty.width not in (8, 32, 64, 128):
+        return None     # (a plain integer load: the store's own rules; a short is a short)
     if string_object_bytes(p, dl, dl.store_size(ty)):
         return None     # a std::string's bytes (its inline characters, chosen by length)
     loads, seen, work = [], set(), [v]
