@@ -307,6 +307,56 @@ def test_ints_swapped_byte_by_byte_beside_doubles(tmp_path, opt):
     run(tmp_path, PERMUTATION_SWAP, opt)
 
 
+# Round BR: the same bytes copied by a plain loop into another local double, at -O0:
+# no float is ever stored into the destination, so it got no shadow, and the source,
+# read only as bytes, none either -- 0, silently (-O1 and up make it one double copy;
+# Enzyme 15 refuses at -O0).  Refused at -O0 now, right above; a double's bytes hashed
+# into an integer still build.
+BYTES_OF_A_LOCAL = r"""
+double f(double *x) {
+    double a = x[0] * x[0], b;
+    unsigned char *p = (unsigned char *)&a, *q = (unsigned char *)&b;
+    for (int i = 0; i < 8; i++) q[i] = p[i];
+    return b;
+}
+unsigned hash_bytes(const double *v) {
+    unsigned h = 2166136261u;
+    const unsigned char *c = (const unsigned char *)v;
+    for (int i = 0; i < 8; i++) { h ^= c[i]; h *= 16777619u; }
+    return h;
+}
+double g(double *x) {
+    double a = x[0] * x[1];
+    unsigned char key[8];
+    memcpy(key, &a, 8);
+    unsigned h = hash_bytes(&a) ^ key[3];
+    return a * (h % 2 ? 2.0 : 2.0);
+}
+int main(void) {
+    double x[2] = { 1.5, 2.0 }, dx[2] = { 0 }, t[2] = { 1, 0 };
+    __enzyme_autodiff((void *)g, enzyme_dup, x, dx);
+    check("hashed rev", dx[0], 4); check("hashed rev", dx[1], 3);
+    check("hashed fwd", __enzyme_fwddiff_d((void *)g, enzyme_dup, x, t), 4);
+#ifndef HASH_ONLY
+    double y[1] = { 1.5 }, dy[1] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, y, dy);
+    check("copied rev", dy[0], 3);
+#endif
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_double_copied_byte_by_byte_at_O0(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, BYTES_OF_A_LOCAL, opt)
+        assert "an integer-typed copy of memory that may hold floating-point values" in err
+        run(tmp_path, "#define HASH_ONLY\n" + BYTES_OF_A_LOCAL, opt)
+    else:
+        run(tmp_path, BYTES_OF_A_LOCAL, opt)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

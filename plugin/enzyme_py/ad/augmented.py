@@ -132,6 +132,52 @@ def merged_copy_of_floats(v, p, shadowed, dl):
     return None if _no_float_of_width(kinds, w) else loads
 
 
+def float_bytes_lost(v, p, act) -> bool:
+    """Whether ``store v, p`` copies the bytes of a float as an integer where no rule
+    moves their derivative: ``v`` an integer loaded from memory whose object has a
+    shadow -- through a pointer without one (activity gives none to a byte pointer only
+    integers are read through), or into ``p`` without one while the program reads
+    ``p``'s object as floats (``unsigned char *q = (void *)&b; q[i] = p[i];`` at -O0:
+    ``b`` got no shadow, since no float was stored into it, and its value came back
+    without derivative, silently).  A plain copy between shadowed pointers has its own
+    rules; a byte copied into a buffer of bytes (a hash of a double's bytes) is not
+    this."""
+    from ..analysis.activity import underlying_object
+    from ..analysis.types import FLOAT_KINDS, memory_kinds
+    if not (isinstance(v, Load) and v.type.is_int and v.type.width in (8, 32, 64, 128)) \
+            or _text_byte(v):
+        return False
+    src, shadowed = v.operand(0), act.shadowed
+    obj = underlying_object(src)
+    if src in shadowed and p in shadowed or not (
+            src in shadowed or obj in shadowed or obj in act.unshadowed_locals
+            and _holds_active_value(obj, act)):
+        return False
+    w = v.type.width
+    if _no_float_of_width(_int_copy_kinds([src], w), w):
+        return False
+    return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
+
+
+def _holds_active_value(obj, act) -> bool:
+    """Whether a floating-point value with a derivative is stored into the local ``obj``
+    (directly or at a GEP off it) -- one activity gave no shadow because nothing reads
+    it back as a float."""
+    work, seen = [obj], set()
+    while work:
+        x = work.pop()
+        if x in seen or len(seen) > 64:
+            continue
+        seen.add(x)
+        for u in x.users:
+            if isinstance(u, Store) and u.operand(1) is x and (
+                    u.operand(0) in act.active or u.operand(0) in act.pruned):
+                return True     # (pruned: active by forward reasoning, reaching no output)
+            if isinstance(u, (GEP, Cast)):
+                work.append(u)
+    return False
+
+
 def _select_leaves(v, depth=4):
     """The integer loads a tree of selects chooses between, or None when some arm is
     not a load."""
@@ -404,11 +450,15 @@ class AugmentedForward:
             elif not floatish(v.type) and merged_copy_of_floats(
                     v, p, self.act.shadowed, self.ctx.module.datalayout) is not None:
                 raise merged_copy_error(self.ctx.err_loc(inst))
+            elif float_bytes_lost(v, p, self.act):
+                raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
                 and not (self.P in getattr(self.ctx, "entries", ())
                          and self.act.write_only_argument(p)):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
+        elif float_bytes_lost(v, p, self.act):
+            raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
         else:
             check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
 

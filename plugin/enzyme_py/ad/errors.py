@@ -212,12 +212,16 @@ def external_call_error(name: str, location, forward: bool) -> MissingDefinition
                                   hint=hint)
 
 
-def merged_copy_error(location):
+def merged_copy_error(location, lost=False):
     """A store of integers merged from loads of memory that may hold floats
-    (``augmented.merged_copy_of_floats``)."""
+    (``augmented.merged_copy_of_floats``), or of an integer loaded from such memory
+    that no rule follows (``augmented.float_bytes_lost``)."""
+    how = ("between memory with and without a shadow (a byte-wise copy: activity "
+           "analysis does not follow floating-point values through integers)" if lost else
+           "merged by a phi, select or vector shuffle (a byte-wise copy or swap that the "
+           "optimiser unrolled)")
     return ADError("an integer-typed copy of memory that may hold floating-point values, "
-                   "merged by a phi, select or vector shuffle (a byte-wise copy or swap "
-                   "that the optimiser unrolled): its derivatives cannot follow the bytes",
+                   f"{how}: its derivatives cannot follow the bytes",
                    location=location,
                    hint="copy the values with their own type (assign the double or the "
                         "struct, or memcpy the whole value) instead of as bytes")
