@@ -357,6 +357,57 @@ def test_double_copied_byte_by_byte_at_O0(tmp_path, opt):
         run(tmp_path, BYTES_OF_A_LOCAL, opt)
 
 
+# Round BS (MATLAB Coder's output emxArray, allocated inside the entry point): a block
+# calloc'ed by the differentiated function and stored into a dup output struct stays
+# the caller's, and so does its shadow -- which the reverse sweep freed, and whose
+# header-prefixed block the caller's free() then aborted on ("double free or
+# corruption"; Enzyme 15 right).  Its shadow is now a calloc block the reverse leaves
+# alone.  A block a helper stores into a struct that a destroy function frees later in
+# the same derivative call keeps the old rule (its shadow goes with the reverse).
+ESCAPING_OUTPUT = r"""
+typedef struct { double *data; int n; } arr_T;
+double fill(const double *x, arr_T *y) {
+    double s = 0.0;
+    y->data = (double *)calloc(4, sizeof(double));
+    y->n = 4;
+    for (int i = 0; i < 4; i++) { y->data[i] = x[i] * x[i]; s += y->data[i] * y->data[i]; }
+    return s;
+}
+typedef struct { double *buf; } work_T;
+__attribute__((noinline)) static void init(work_T *w) { w->buf = malloc(4 * sizeof(double)); }
+__attribute__((noinline)) static void destroy(work_T *w) { free(w->buf); }
+double scratch(const double *x) {
+    work_T w;
+    init(&w);
+    for (int i = 0; i < 4; i++) w.buf[i] = sin(x[i]);
+    double s = 0;
+    for (int i = 0; i < 4; i++) s += w.buf[i] * x[i];
+    destroy(&w);
+    return s;
+}
+int main(void) {
+    double x[4] = { 1, 2, 3, 4 }, dx[4] = { 0 };
+    for (int rep = 0; rep < 3; rep++) {
+        arr_T y = { 0, 0 }, dy = { 0, 0 };
+        for (int i = 0; i < 4; i++) dx[i] = 0;
+        __enzyme_autodiff((void *)fill, enzyme_dup, x, dx, enzyme_dup, &y, &dy);
+        for (int i = 0; i < 4; i++) check("fill", dx[i], 4 * x[i] * x[i] * x[i]);
+        free(y.data);
+        free(dy.data);
+    }
+    double dz[4] = { 0 };
+    __enzyme_autodiff((void *)scratch, enzyme_dup, x, dz);
+    for (int i = 0; i < 4; i++) check("scratch", dz[i], cos(x[i]) * x[i] + sin(x[i]));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_block_allocated_for_the_caller_keeps_its_shadow(tmp_path, opt, valgrind):
+    run(tmp_path, ESCAPING_OUTPUT, opt, valgrind)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -406,7 +406,8 @@ class AdjointSweep:
                     memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void,
                                        [T.ptr, T.ptr, T.i64, T.i1])
                     e.call(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])
-                e.call(gen._rt("__enzyme_py_shadow_free"), [sh])
+                if inst not in gen.escaping_blocks:     # (else the caller frees it)
+                    e.call(gen._rt("__enzyme_py_shadow_free"), [sh])
             return
         if ekind in ("free", "typehint"):
             return

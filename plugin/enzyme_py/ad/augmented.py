@@ -159,6 +159,32 @@ def float_bytes_lost(v, p, act) -> bool:
     return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
 
 
+def _escapes(alloc) -> bool:
+    """Whether the block ``alloc`` returns is stored into memory of its function's
+    arguments or of a global (an output array allocated inside: MATLAB Coder's output
+    ``emxArray``) and never freed in its function: the caller may own it after the
+    call (``AugmentedForward._frees_loaded_pointers`` says whether nothing else frees
+    it)."""
+    from ..analysis.activity import underlying_object
+    from ..analysis.effects import FREE_NAMES
+    stored, work, seen = False, [alloc], set()
+    while work:
+        x = work.pop()
+        if x in seen or len(seen) > 64:
+            continue
+        seen.add(x)
+        for u in x.users:
+            if isinstance(u, Store) and u.operand(0) is x:
+                base = underlying_object(u.operand(1))
+                if isinstance(base, Argument) or getattr(base, "is_global", False):
+                    stored = True
+            elif isinstance(u, (GEP, Cast, Phi, Select)):
+                work.append(u)
+            elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
+                return False
+    return stored
+
+
 def _holds_active_value(obj, act) -> bool:
     """Whether a floating-point value with a derivative is stored into the local ``obj``
     (directly or at a GEP off it) -- one activity gave no shadow because nothing reads
@@ -207,6 +233,7 @@ class AugmentedForward:
         gen.out_shadows = {}    # posix_memalign -> the shadow of its out-pointer
         gen.mem_fields = {}     # mixed-struct copy -> its float fields
         gen.mem_strides = {}    # ... of those, copies of n structs -> the struct's size
+        gen.escaping_blocks = set()     # allocations whose shadow the caller frees
         gen.float_copies = {}   # integer store copying a double/float -> its load, type
 
     def build(self):
@@ -392,6 +419,15 @@ class AugmentedForward:
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
+            elif eff.frees is None and eff.align is None and _escapes(inst) \
+                    and not self._frees_loaded_pointers():
+                # handed to the caller (stored into an argument's memory or a global, and
+                # never freed here: an output array grown inside): its shadow is the
+                # caller's to free, with free(), as the block is -- a block of the C
+                # library's, which the reverse sweep leaves alone
+                calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
+                S = e.call(calloc, [ConstantInt(T.i64, 1), written(e, None, eff.size, args, A)])
+                gen.escaping_blocks.add(inst)
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
                 S = self._shadow_block(written(e, None, eff.size, args, A),
@@ -461,6 +497,47 @@ class AugmentedForward:
             raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
         else:
             check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
+
+    def _frees_loaded_pointers(self) -> bool:
+        """Whether the differentiated functions free a pointer they read from memory (a
+        destroy function freeing ``s->buf``): a block stored into an argument's memory
+        may then be freed later in the same derivative call, and its shadow must go at
+        the reverse of its allocation, as any other."""
+        from ..analysis.activity import underlying_object
+        from ..analysis.effects import FREE_NAMES
+        memo = self.ctx.__dict__.setdefault("frees_loaded_pointers", {})
+        if self.P not in memo:
+            memo[self.P] = any(
+                isinstance(i, Call) and (i.callee_name or "") in FREE_NAMES and i.args
+                and isinstance(underlying_object(i.args[0]), Load)
+                for f in self._same_calls() for i in f.instructions())
+        return memo[self.P]
+
+    def _same_calls(self):
+        """The differentiated functions a derivative call that runs ``self.P`` may run:
+        those the entries reaching it call, directly or not (all of them where calls
+        are indirect)."""
+        clones = set(getattr(self.ctx, "clone_of", {}).values()) or {self.P}
+        callees = {f: {i.called_function for i in f.instructions() if isinstance(i, Call)}
+                   for f in clones}
+        if any(isinstance(i, Call) and is_indirect(i) for f in clones for i in f.instructions()):
+            return clones     # (an indirect call: any of them)
+
+        def reach(f):
+            out, work = set(), [f]
+            while work:
+                g = work.pop()
+                if g in out or g not in clones:
+                    continue
+                out.add(g)
+                work.extend(callees[g])
+            return out
+        got = set()
+        for entry in getattr(self.ctx, "entries", ()) or [self.P]:
+            r = reach(entry)
+            if self.P in r:
+                got |= r
+        return got or clones
 
     def _shadow_block(self, size, align=None):
         """A zeroed shadow block of ``size`` bytes (at the emitter), aligned as the primal
