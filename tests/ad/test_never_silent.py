@@ -183,7 +183,8 @@ def test_doubles_moved_between_blocks_realloc_and_a_guarded_struct_copy(tmp_path
 # repeat every `sizeof` bytes, the pointers' shadows move forward, the doubles'
 # adjoints back, element by element. The pointer copied here points at active data,
 # so its shadow matters; a struct mixing doubles and floats takes the same path; the
-# tail padding after `int id` is no float.
+# tail padding after `int id` is no float.  Round BR: `(n - 1) * sizeof *s` with a
+# size_t count (folded to `n * 16 - 16`) too.
 ARRAYS_OF_MIXED_STRUCTS = r"""
 struct part { const double *w; double q; float m; int id; };
 struct pair { double a; float b; };
@@ -201,6 +202,19 @@ double energy(const double *x, const double *y, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += c[i].q * c[i].q * *c[i].w * c[i].m;
     free(p); free(c);
+    return s;
+}
+struct named { const char *name; double v; };
+__attribute__((noinline)) static void drop_first(struct named *d, const struct named *s,
+                                                 size_t n) {
+    memcpy(d, s + 1, (n - 1) * sizeof *s);      /* n * 16 - 16 bytes */
+}
+double named_tail(const double *x, int n) {
+    struct named a[8], b[8];
+    for (int i = 0; i < n; i++) { a[i].name = "k"; a[i].v = x[i] * x[i]; }
+    drop_first(b, a, (size_t)n);
+    double s = 0;
+    for (int i = 0; i + 1 < n; i++) s += (i + 1) * b[i].v;
     return s;
 }
 double pairs(const double *x, const double *y, int n) {
@@ -231,6 +245,11 @@ int main(void) {
         check("pairs dx", px[i], 2 * x[i] + 2 * (float)y[i]);
         check("pairs dy", py[i], 2 * x[i]);
     }
+    double nx[3] = { 0 };
+    __enzyme_autodiff((void *)named_tail, enzyme_dup, x, nx, enzyme_const, 3);
+    check("named_tail dx0", nx[0], 0);
+    check("named_tail dx1", nx[1], 2 * x[1]);
+    check("named_tail dx2", nx[2], 2 * 2 * x[2]);
     return fails;
 }
 """

@@ -1054,12 +1054,15 @@ def _gaps(runs, size):
     return out
 
 
-def _element_size(n):
+def _element_size(n, depth=4):
     """S where the byte count ``n`` is ``count * S`` for a constant S (``mul``, ``shl``
-    by a constant, through ``zext``): the size of the elements of the array copied."""
-    while isinstance(n, Cast) and n.opcode == "zext":
+    by a constant, through ``zext``/``sext``): the size of the elements of the array
+    copied.  ``(n - 1) * S`` folds to ``n * S - S``, ``(n & ~1) * S`` to a mask of
+    ``n * S``: a constant multiple of S added or subtracted, or a mask keeping a
+    power-of-two S's multiples, keep S."""
+    while isinstance(n, Cast) and n.opcode in ("zext", "sext"):
         n = n.operand(0)
-    if not isinstance(n, BinaryOp):
+    if not isinstance(n, BinaryOp) or not depth:
         return None
     a, b = n.operand(0), n.operand(1)
     if n.opcode == "mul":
@@ -1067,6 +1070,12 @@ def _element_size(n):
         return c.value if c is not None and 0 < c.value <= 4096 else None
     if n.opcode == "shl" and isinstance(b, ConstantInt) and 0 <= b.value <= 12:
         return 1 << b.value
+    if n.opcode in ("add", "sub") and isinstance(b, ConstantInt):
+        s = _element_size(a, depth - 1)
+        return s if s is not None and b.value % s == 0 else None
+    if n.opcode == "and" and isinstance(b, ConstantInt):
+        s = _element_size(a, depth - 1)
+        return s if s is not None and s & (s - 1) == 0 and b.value % s == 0 else None
     return None
 
 
