@@ -1973,6 +1973,53 @@ def test_locals_registered_in_a_global_array(tmp_path, opt, valgrind):
     run(tmp_path, OBSERVERS_OF_LOCALS, opt, valgrind)
 
 
+# Round BR: a re-entrant driver saving the global parameter pointer and restoring it
+# (`saved = g_params; g_params = params; ...; g_params = saved;`), nested once: the
+# value stored back was "a pointer loaded from memory", refused (Enzyme 15 builds it
+# and gives 0).  Its shadow is what the shadow global held.
+SAVED_AND_RESTORED = r"""
+static void *g_params;
+struct p { double a, b; };
+__attribute__((noinline)) static double feval(double x) {
+    struct p *q = g_params;
+    return q->a * x + q->b * x * x;
+}
+__attribute__((noinline)) static double drive(void *params, double lo) {
+    void *saved = g_params;
+    g_params = params;
+    double r = 0;
+    for (int i = 0; i < 4; i++) r += feval(lo + 0.5 * i);
+    g_params = saved;
+    return r;
+}
+double outer(double *x) {
+    struct p a = { x[0] * x[0], 0.5 }, b = { x[1], x[0] };
+    double s = drive(&a, 1.0);
+    g_params = &b;
+    s += feval(1.5) * drive(&a, 0.5) + feval(2.0);
+    g_params = 0;
+    return s;
+}
+int main(void) {
+    double x[2] = { 1.5, -0.5 }, dx[2] = { 0 };
+    __enzyme_autodiff((void *)outer, enzyme_dup, x, dx);
+    for (int i = 0; i < 2; i++) {
+        double h = 1e-6, xp[2] = { x[0], x[1] }, xm[2] = { x[0], x[1] }, t[2] = { 0 };
+        xp[i] += h; xm[i] -= h; t[i] = 1;
+        double fd = (outer(xp) - outer(xm)) / (2 * h);
+        check("rev", dx[i], fd);
+        check("fwd", __enzyme_fwddiff_d((void *)outer, enzyme_dup, x, t), fd);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_global_pointer_saved_and_restored(tmp_path, opt, valgrind):
+    run(tmp_path, SAVED_AND_RESTORED, opt, valgrind)
+
+
 # Round AK: llama2.c's ``Transformer t; t.config = *cfg;`` -- a struct of ints from an
 # enzyme_const pointer copied into a local that also holds float pointers (the run
 # state): at -O0 the byte-offset analysis merged the copied bytes with the pointers

@@ -25,7 +25,9 @@ holds the caller's shadow, so a function that reads the pointer back later
 (``gp[0] * gp[1]`` in a callee LLVM does not inline) reads and accumulates derivatives
 there.  The address of a local variable of the differentiated code (an observer
 registered in ``static struct acc *g_obs[N]``; a quadrature driver's ``void *params``)
-counts too: its shadow lives until the reverse sweep of its function is done.  Where
+counts too: its shadow lives until the reverse sweep of its function is done; so does a
+value read from the global itself and stored back (``saved = g_params; ...; g_params =
+saved``: its shadow is the one the shadow global held).  Where
 some pointer stored into such a global may have no shadow (an ``enzyme_const``
 argument, a pointer loaded from memory), the global gets none, and a
 pointer with a shadow stored into it is a compile error where the differentiated code
@@ -133,6 +135,10 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                         # `g_fir.delay = g_delay` work array) takes a shadow global too
                         scratch = [global_base(r) for r in roots]
                         ok = all(_fresh(r) or _local(r, fns)
+                                 # (a value read from this global, stored back: a
+                                 # re-entrant driver restoring what it saved)
+                                 or isinstance(r, Load)
+                                 and g in _bases(r.operand(0), passed, tls=True)
                                  or (getattr(r, "is_argument", False)
                                      and (origins.get(r) or {"other"})
                                      <= {"dup", "local"})
