@@ -261,6 +261,46 @@ def test_arrays_of_structs_mixing_pointers_and_doubles_copied_whole(tmp_path, op
     run(tmp_path, ARRAYS_OF_MIXED_STRUCTS, opt, valgrind)
 
 
+# Round BR: deleting from and inserting into an array of `{double w; float f; int id;}`
+# records with memmove of `(n - k - 1) * sizeof *a` bytes (overlapping ranges) was
+# refused ("memmove over memory that mixes double and float values"): each record's
+# double and float runs move like a strided copy's, the elements' adjoints taken in
+# the order that reads each destination adjoint before an addition lands on it.
+MEMMOVE_RECORDS = r"""
+struct rec { double w; float f; int id; };
+__attribute__((noinline)) static void erase(struct rec *a, int n, int k) {
+    memmove(&a[k], &a[k + 1], (size_t)(n - k - 1) * sizeof *a);
+}
+__attribute__((noinline)) static void insert(struct rec *a, int n, int k) {
+    memmove(&a[k + 1], &a[k], (size_t)(n - k) * sizeof *a);
+}
+double f(const double *x, int n) {
+    struct rec a[8];
+    for (int i = 0; i < n; i++) { a[i].w = x[i] * x[i]; a[i].f = (float)(i + 1); a[i].id = i; }
+    erase(a, n, 1);
+    insert(a, n - 1, 0);
+    a[0].w = 0.5; a[0].f = 2.0f;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (i + 1) * a[i].w * a[i].f;
+    return s;
+}
+int main(void) {
+    double x[5] = { 0.5, 1.5, -1, 2, 0.25 }, dx[5] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 5);
+    /* a = {0.5 x 2, x0^2 x 1, x2^2 x 3, x3^2 x 4, x4^2 x 5} after the moves */
+    double want[5] = { 2 * 2 * x[0] * 1, 0, 3 * 2 * x[2] * 3, 4 * 2 * x[3] * 4,
+                       5 * 2 * x[4] * 5 };
+    for (int i = 0; i < 5; i++) check("rev", dx[i], want[i]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_records_of_doubles_and_floats_moved_by_memmove(tmp_path, opt, valgrind):
+    run(tmp_path, MEMMOVE_RECORDS, opt, valgrind)
+
+
 # Round BP: a generic byte-wise swap (`char t = *p; *p++ = *q; *q++ = t;`) of two
 # doubles in a local array, which clang -O2 unrolls -- the bytes loaded in one block and
 # stored after a merge (phis of `i8`), or as `<16 x i8>` halves swapped by a

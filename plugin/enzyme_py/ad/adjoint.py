@@ -455,7 +455,7 @@ class AdjointSweep:
                     ty = T.double if k == "double" else T.float
                     if stride is not None:      # the same fields in each of n structs
                         strided_copy_adjoint(e, self.ctx.module, ty, ds, ss, n, stride, off,
-                                             size)
+                                             size, overlap=mem == "memmove")
                         continue
                     copy_adjoint(e, self.ctx.module, ty, e.gep_bytes(ds, off),
                                  e.gep_bytes(ss, off), ConstantInt(T.i64, size), overlap=False)

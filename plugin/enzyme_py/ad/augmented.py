@@ -922,7 +922,10 @@ class AugmentedForward:
         if kinds == {"double", "float"}:
             if mem == "memset":
                 return "double"   # the shadow's bytes are zeroed whatever they hold
-            fields = self._float_fields(inst) if mem == "memcpy" else None
+            fields = self._float_fields(inst) if mem == "memcpy" or mem == "memmove" \
+                and not isinstance(inst.args[2], ConstantInt) else None
+            if fields is not None and mem == "memmove" and inst not in gen.mem_strides:
+                fields = None   # (a struct's runs moved within itself: not followed)
             if fields is None:
                 raise ADError(f"{mem} over memory that mixes double and float values, and "
                               "the layout of the bytes it moves is not visible (not a "

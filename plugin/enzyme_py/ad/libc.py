@@ -212,11 +212,13 @@ def copy_adjoint(e, module, ty, dshadow, sshadow, n, overlap):
     e.call(runtime_function(module, name, ty), [dshadow, sshadow, _i64(e, n)])
 
 
-def strided_copy_adjoint(e, module, ty, dshadow, sshadow, n, stride, off, size):
+def strided_copy_adjoint(e, module, ty, dshadow, sshadow, n, stride, off, size, overlap=False):
     """The reverse of copying the ``size`` bytes of ``ty`` data at ``off`` in each
-    ``stride``-byte element of ``n`` bytes (a field run of an array of structs)."""
+    ``stride``-byte element of ``n`` bytes (a field run of an array of structs);
+    ``overlap``: by a memmove."""
     from .runtime import runtime_function
-    fn = runtime_function(module, "__enzyme_py_strided_adj", ty)
+    fn = runtime_function(module, "__enzyme_py_strided_move_adj" if overlap
+                          else "__enzyme_py_strided_adj", ty)
     e.call(fn, [dshadow, sshadow, _i64(e, n)] + [ConstantInt(T.i64, v)
                                                  for v in (stride, off, size)])
 

@@ -439,7 +439,7 @@ def runtime_function(module, name, ty=None, owner=None):
         if name.startswith(f"__enzyme_py_{kind}_adj"):
             return _copy_adjoint(module, e, kind, ty)
     if name.startswith("__enzyme_py_strided_"):
-        return _strided(module, e, ty)
+        return _strided(module, e, ty, move="_move_" in name)
     if what is not None and base == "__enzyme_py_shadow_alloc":
         # zeroed shadow memory after a 16-byte header {i64 capacity, i64 size}: blocks
         # of POOL_MIN bytes or more come from the cache-buffer pool (capacity >
@@ -609,18 +609,20 @@ def _copy_adjoint(module, e, kind, ty):
     return fn
 
 
-def _strided(module, e, ty):
+def _strided(module, e, ty, move=False):
     """``__enzyme_py_strided_copy(d, s, nbytes, stride, off, len)`` (``ty`` None):
     copies ``len`` bytes at ``off`` in every ``stride``-byte element of the ``nbytes``
     at ``s`` to ``d``; ``__enzyme_py_strided_adj_<ty>`` (same arguments): the reverse of
     copying those bytes as ``ty`` data (``__enzyme_py_memcpy_adj_<ty>`` per element).
     The copy of an array of structs holding pointers and floats, ``n * sizeof *p``
     bytes: the forward sweep moves the pointers' shadows, the reverse the floats'
-    adjoints, field run by field run."""
+    adjoints, field run by field run.  ``__enzyme_py_strided_move_adj_<ty>``: the same
+    for a memmove, whose ranges may overlap: the elements are taken downwards where
+    the destination lies below the source (``_copy_adjoint``'s order)."""
     from .emit import type_suffix
     i64 = T.i64
     name = "__enzyme_py_strided_copy" if ty is None \
-        else f"__enzyme_py_strided_adj_{type_suffix(ty)}"
+        else f"__enzyme_py_strided_{'move_' if move else ''}adj_{type_suffix(ty)}"
     fn, new = _new(module, name, T.void, [T.ptr, T.ptr, i64, i64, i64, i64])
     if not new:
         return fn
@@ -629,16 +631,27 @@ def _strided(module, e, ty):
         e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
     entry, loop, exit_ = (fn.append_basic_block(x) for x in ("entry", "loop", "exit"))
     e.position_at_end(entry)
-    e.cbranch(e.icmp("ult", nb, stride), exit_, loop)
+    count = e.binop("udiv", nb, stride)
+    first, step = ConstantInt(i64, 0), stride
+    if move:
+        down = e.icmp("ult", e.cast("ptrtoint", d, i64), e.cast("ptrtoint", s, i64))
+        last = e.binop("mul", e.binop("sub", count, ConstantInt(i64, 1)), stride)
+        first = e.select(down, last, first)
+        step = e.select(down, e.binop("sub", ConstantInt(i64, 0), stride), stride)
+    e.cbranch(e.icmp("eq", count, ConstantInt(i64, 0)), exit_, loop)
     e.position_at_end(loop)
     at = e.phi(i64)
+    k = e.phi(i64)
     o = e.binop("add", at, off)
     pd, ps = e.gep_bytes(d, o), e.gep_bytes(s, o)
     e.call(each, [pd, ps, size] + ([ConstantInt(T.i1, 0)] if ty is None else []))
-    nxt = e.binop("add", at, stride)
-    e.cbranch(e.icmp("ule", e.binop("add", nxt, stride), nb), loop, exit_)
-    at.add_incoming(ConstantInt(i64, 0), entry)
+    nxt = e.binop("add", at, step)
+    k1 = e.binop("add", k, ConstantInt(i64, 1))
+    e.cbranch(e.icmp("ult", k1, count), loop, exit_)
+    at.add_incoming(first, entry)
     at.add_incoming(nxt, loop)
+    k.add_incoming(ConstantInt(i64, 0), entry)
+    k.add_incoming(k1, loop)
     e.position_at_end(exit_)
     e.ret()
     return fn
