@@ -91,8 +91,7 @@ def merged_copy_of_floats(v, p, shadowed, dl):
     derivatives through such a merge, so a copy of floats this way would lose them
     silently: the generators refuse it, as they refuse a byte of a float copied by
     itself."""
-    from ..analysis.types import indexed_kinds, layout_kinds, string_object_bytes
-    from ..ir.instructions import Freeze, Phi, ShuffleVector
+    from ..analysis.types import indexed_kinds, layout_kinds, merge_leaves, string_object_bytes
     ty = v.type
     el = ty.element if ty.is_vector else ty
     if not el.is_int or isinstance(v, Load) and not ty.is_vector \
@@ -100,24 +99,13 @@ def merged_copy_of_floats(v, p, shadowed, dl):
         return None     # (a plain integer load: the store's own rules; a short is a short)
     if string_object_bytes(p, dl, dl.store_size(ty)):
         return None     # a std::string's bytes (its inline characters, chosen by length)
-    loads, seen, work = [], set(), [v]
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if len(seen) > 64:
-            return None
+    leaves = merge_leaves(v, vectors=True)
+    if leaves is None:
+        return None
+    loads = []
+    for x in leaves:
         if isinstance(x, Load):
             loads.append(x)
-        elif isinstance(x, Phi):
-            work.extend(val for val, _ in x.incoming)
-        elif isinstance(x, Select):
-            work.extend((x.operand(1), x.operand(2)))
-        elif isinstance(x, ShuffleVector):
-            work.extend((x.operand(0), x.operand(1)))
-        elif isinstance(x, Freeze):
-            work.append(x.operand(0))
         elif not isinstance(x, (ConstantInt, Undef, Poison, ZeroInit)) \
                 and x.is_instruction or isinstance(x, Argument):
             return None     # an integer computed (or passed): not a copy

@@ -38,7 +38,7 @@ from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
 __all__ = ["string_characters", "string_value_bytes", "string_object_bytes",
-           "string_inline_buffer", "string_buffer", "constant_text",
+           "string_inline_buffer", "string_buffer", "merge_leaves", "constant_text",
            "memory_kinds", "byte_kinds", "pointee_kinds",
            "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
            "tbaa_kind", "HINTS", "carries_no_derivative", "function_of"]
@@ -180,22 +180,36 @@ def string_buffer(p, dl) -> bool:
     by phis/selects between its inline buffer (``string_inline_buffer``) and the block
     the library's ``_M_create`` returns (``effects.returns_text``)."""
     from .effects import returns_text
-    work, seen = [p], set()
+    leaves = merge_leaves(p, limit=16)
+    return leaves is not None and all(
+        isinstance(v, Call) and returns_text(v.callee_name or "") or string_inline_buffer(v, dl)
+        for v in leaves)
+
+
+def merge_leaves(v, limit=64, vectors=False):
+    """The values the phis and selects under ``v`` choose between (with ``vectors``,
+    also through vector shuffles and freezes), or ``[v]``; None past ``limit``
+    values."""
+    from ..ir.instructions import Freeze, ShuffleVector
+    out, seen, work = [], set(), [v]
     while work:
-        v = work.pop()
-        if v in seen:
+        x = work.pop()
+        if x in seen:
             continue
-        seen.add(v)
-        if len(seen) > 16:
-            return False
-        if isinstance(v, Phi):
-            work.extend(x for x, _ in v.incoming)
-        elif isinstance(v, Select):
-            work.extend(v.operands[1:])
-        elif not (isinstance(v, Call) and returns_text(v.callee_name or "")
-                  or string_inline_buffer(v, dl)):
-            return False
-    return True
+        seen.add(x)
+        if len(seen) > limit:
+            return None
+        if isinstance(x, Phi):
+            work.extend(val for val, _ in x.incoming)
+        elif isinstance(x, Select):
+            work.extend(x.operands[1:])
+        elif vectors and isinstance(x, ShuffleVector):
+            work.extend(x.operands[:2])
+        elif vectors and isinstance(x, Freeze):
+            work.append(x.operand(0))
+        else:
+            out.append(x)
+    return out
 
 
 def _string_at(p, dl, n):
