@@ -27,11 +27,11 @@ there.  The address of a local variable of the differentiated code (an observer
 registered in ``static struct acc *g_obs[N]``; a quadrature driver's ``void *params``)
 counts too: its shadow lives until the reverse sweep of its function is done; so does a
 value read from the global itself and stored back (``saved = g_params; ...; g_params =
-saved``: its shadow is the one the shadow global held).  Where
-some pointer stored into such a global may have no shadow (an ``enzyme_const``
-argument, a pointer loaded from memory), the global gets none, and a
-pointer with a shadow stored into it is a compile error where the differentiated code
-reads the global back (``pointer_read_back``): its derivatives would be lost.
+saved``: its shadow is the one the shadow global held).  Where some pointer stored
+into such a global may have no shadow (an ``enzyme_const`` argument, a pointer loaded
+from elsewhere), the global gets none, and a pointer with a shadow stored into it is a
+compile error where the differentiated code reads the global back
+(``pointer_read_back``): its derivatives would be lost.
 
 A global that the differentiated code only reads (parameters set by the caller, tables)
 gets none: it is constant data for the derivative, as before.
