@@ -437,10 +437,22 @@ def pointer_global_check(module, load, shadow_globals):
     if isinstance(a, Call) and (a.callee_name or "").startswith("llvm.threadlocal.address"):
         a = a.args[0]       # the calling thread's copy of a thread-local pointer variable
     g = global_base(a)
-    if g is None or g not in shadow_globals or not g.value_type.is_pointer:
+    if g is None or g not in shadow_globals or not g.value_type.is_pointer \
+            or _only_stored(load):
         return None
     from .runtime import unset_shadow_check
     return unset_shadow_check(module, g)
+
+
+def _only_stored(v, depth=4) -> bool:
+    """Whether ``v`` is only stored to memory (through phis and selects): a pointer
+    saved to be restored (``saved = g_p; g_p = x; ...; g_p = saved;``) is never read
+    through, and a read of its shadow before one is set harms nothing."""
+    from ..ir.instructions import Phi, Select, Store
+    return bool(v.users) and all(
+        isinstance(u, Store) and u.operand(0) is v
+        or isinstance(u, (Phi, Select)) and depth and _only_stored(u, depth - 1)
+        for u in v.users)
 
 
 def shadow_address(e, inst, base_shadow, value_of):
