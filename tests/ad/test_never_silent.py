@@ -406,38 +406,6 @@ int main(void) {
 """
 
 
-# Round BT: the same with `int32_t` words (`d[i] = s[i]` over `int32_t *` views of
-# doubles, in a noinline `copy(void *, const void *, int)`): halves of a double, taken
-# for "no float of that width" -- 0, silently, at -O0.  Refused now; -O2 right.
-WORD_COPY = r"""
-static void copy(void *dst, const void *src, int bytes) {
-    int32_t *d = (int32_t *)dst; const int32_t *s = (const int32_t *)src;
-    for (int i = 0; i < bytes / (int)sizeof(int32_t); i++) d[i] = s[i];
-}
-double f(const double *x) {
-    double loc[2];
-    copy(loc, x, 2 * sizeof(double));
-    return loc[0] * loc[1];
-}
-int main(void) {
-    double x[2] = { 1.5, 2.0 }, dx[2] = { 0 };
-    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
-    check("rev", dx[0], 2); check("rev", dx[1], 1.5);
-    return fails;
-}
-"""
-
-
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_doubles_copied_as_int32_words(tmp_path, opt):
-    source = "#include <stdint.h>\n" + WORD_COPY
-    if opt == "-O0":
-        err = build_error(tmp_path, source, opt)
-        assert "an integer-typed copy of memory that may hold floating-point values" in err
-    else:
-        run(tmp_path, source, opt)
-
-
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_double_copied_byte_by_byte_at_O0(tmp_path, opt):
     if opt == "-O0":

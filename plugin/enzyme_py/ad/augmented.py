@@ -47,10 +47,9 @@ def _int_copy_kinds(ptrs, w) -> set:
 
 def _no_float_of_width(kinds, w) -> bool:
     """Type analysis's ``kinds`` of memory an integer of ``w`` bits is copied from/to
-    hold no floating-point value of that width, nor one it could be a piece of (an
-    ``int32_t`` word loop copying doubles: half of one) -- an integer, a pointer."""
+    hold no floating-point value of that width (an integer, a pointer)."""
     return bool(kinds) and "float-other" not in kinds and not (
-        w == 32 and kinds & {"double", "float"} or w == 64 and "double" in kinds
+        w == 32 and "float" in kinds or w == 64 and "double" in kinds
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
