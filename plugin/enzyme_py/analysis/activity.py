@@ -1181,14 +1181,18 @@ class _Slot:
         return any(sh for _, sh, _ in self._entries(act))
 
 
-def base_offset(p, dl, limit=64):
+def base_offset(p, dl, limit=64, to_variable=False):
     """``p`` stripped of GEPs and pointer casts, and the constant byte offset they add
-    (None when some index is not constant)."""
+    (None when some index is not constant); ``to_variable``: stripped only down to a
+    GEP with an index that is not constant (an element of an array), so the offset is
+    always known."""
     off = 0
     while limit:
         limit -= 1
         if isinstance(p, GEP):
             o = p.constant_offset(dl)
+            if o is None and to_variable:
+                break
             off = None if o is None or off is None else off + o
             p = p.operand(0)
         elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):

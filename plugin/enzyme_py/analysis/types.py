@@ -218,9 +218,10 @@ def _string_at(p, dl, n):
     store at a constant offset from the same base whose TBAA tag's base type is the
     string, or a struct that holds one there by its member list (``std::pair<const
     std::string, double>``: a map node's key)."""
-    root, off = _constant_base(p, dl)
+    from .activity import base_offset
+    root, off = base_offset(p, dl, to_variable=True)
     for q in [root] + [u.user for u in root.uses if isinstance(u.user, GEP)]:
-        r, qoff = _constant_base(q, dl)
+        r, qoff = base_offset(q, dl, to_variable=True)
         if r is not root:
             continue
         for u in q.uses:
@@ -240,25 +241,6 @@ def _string_at(p, dl, n):
             if got is not None:
                 return got
     return None
-
-
-def _constant_base(p, dl, limit=64):
-    """``p`` stripped of GEPs with constant offsets and pointer casts (down to a GEP
-    with a variable index: an element of an array), and the offset they add."""
-    off = 0
-    while limit:
-        limit -= 1
-        if isinstance(p, GEP):
-            o = p.constant_offset(dl)
-            if o is None:
-                break
-            off += o
-            p = p.operand(0)
-        elif isinstance(p, Cast) and p.opcode in ("bitcast", "addrspacecast"):
-            p = p.operand(0)
-        else:
-            break
-    return p, off
 
 
 def _string_member(module, type_ref, rel, n, depth=6):
