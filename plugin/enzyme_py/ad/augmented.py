@@ -155,41 +155,40 @@ def _escapes(alloc) -> bool:
     it)."""
     from ..analysis.activity import underlying_object
     from ..analysis.effects import FREE_NAMES
-    stored, work, seen = False, [alloc], set()
-    while work:
-        x = work.pop()
-        if x in seen or len(seen) > 64:
-            continue
-        seen.add(x)
-        for u in x.users:
-            if isinstance(u, Store) and u.operand(0) is x:
-                base = underlying_object(u.operand(1))
-                if isinstance(base, Argument) or getattr(base, "is_global", False):
-                    stored = True
-            elif isinstance(u, (GEP, Cast, Phi, Select)):
-                work.append(u)
-            elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
-                return False
+    stored = False
+    for x, u in _users_through(alloc, (GEP, Cast, Phi, Select)):
+        if isinstance(u, Store) and u.operand(0) is x:
+            base = underlying_object(u.operand(1))
+            if isinstance(base, Argument) or getattr(base, "is_global", False):
+                stored = True
+        elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
+            return False
     return stored
 
 
 def _holds_active_value(obj, act) -> bool:
     """Whether a floating-point value with a derivative is stored into the local ``obj``
     (directly or at a GEP off it) -- one activity gave no shadow because nothing reads
-    it back as a float."""
-    work, seen = [obj], set()
+    it back as a float (the value is then among ``act.pruned``: active by forward
+    reasoning, reaching no output)."""
+    return any(isinstance(u, Store) and u.operand(1) is x
+               and (u.operand(0) in act.active or u.operand(0) in act.pruned)
+               for x, u in _users_through(obj, (GEP, Cast)))
+
+
+def _users_through(v, kinds, limit=64):
+    """(value, user) for the users of ``v`` and of the ``kinds`` of instructions
+    derived from it (GEPs, casts, ...), at most ``limit`` values deep."""
+    work, seen = [v], set()
     while work:
         x = work.pop()
-        if x in seen or len(seen) > 64:
+        if x in seen or len(seen) > limit:
             continue
         seen.add(x)
         for u in x.users:
-            if isinstance(u, Store) and u.operand(1) is x and (
-                    u.operand(0) in act.active or u.operand(0) in act.pruned):
-                return True     # (pruned: active by forward reasoning, reaching no output)
-            if isinstance(u, (GEP, Cast)):
+            yield x, u
+            if isinstance(u, kinds):
                 work.append(u)
-    return False
 
 
 def _select_leaves(v, depth=4):
@@ -492,40 +491,17 @@ class AugmentedForward:
         may then be freed later in the same derivative call, and its shadow must go at
         the reverse of its allocation, as any other."""
         from ..analysis.activity import underlying_object
+        from ..analysis.callgraph import run_together
         from ..analysis.effects import FREE_NAMES
         memo = self.ctx.__dict__.setdefault("frees_loaded_pointers", {})
         if self.P not in memo:
+            same = run_together(self.P, getattr(self.ctx, "clone_of", {}).values(),
+                                getattr(self.ctx, "entries", ()))
             memo[self.P] = any(
                 isinstance(i, Call) and (i.callee_name or "") in FREE_NAMES and i.args
                 and isinstance(underlying_object(i.args[0]), Load)
-                for f in self._same_calls() for i in f.instructions())
+                for f in same for i in f.instructions())
         return memo[self.P]
-
-    def _same_calls(self):
-        """The differentiated functions a derivative call that runs ``self.P`` may run:
-        those the entries reaching it call, directly or not (all of them where calls
-        are indirect)."""
-        clones = set(getattr(self.ctx, "clone_of", {}).values()) or {self.P}
-        callees = {f: {i.called_function for i in f.instructions() if isinstance(i, Call)}
-                   for f in clones}
-        if any(isinstance(i, Call) and is_indirect(i) for f in clones for i in f.instructions()):
-            return clones     # (an indirect call: any of them)
-
-        def reach(f):
-            out, work = set(), [f]
-            while work:
-                g = work.pop()
-                if g in out or g not in clones:
-                    continue
-                out.add(g)
-                work.extend(callees[g])
-            return out
-        got = set()
-        for entry in getattr(self.ctx, "entries", ()) or [self.P]:
-            r = reach(entry)
-            if self.P in r:
-                got |= r
-        return got or clones
 
     def _shadow_block(self, size, align=None):
         """A zeroed shadow block of ``size`` bytes (at the emitter), aligned as the primal

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ..ir.instructions import Call
 
-__all__ = ["address_taken", "callable_through", "indirect_targets", "is_indirect"]
+__all__ = ["address_taken", "callable_through", "indirect_targets", "is_indirect",
+           "run_together"]
 
 
 def is_indirect(call) -> bool:
@@ -86,3 +87,31 @@ def indirect_targets(module, call) -> list:
     return [f for f in module.functions
             if not f.name.startswith("__enzyme_") and callable_through(f, call)
             and not f.is_declaration and address_taken(f)]
+
+
+def run_together(fn, functions, entries) -> set:
+    """The ``functions`` one call of an entry (among ``entries``) that runs ``fn`` may
+    run: what the entries reaching ``fn`` call, directly or not -- all of
+    ``functions`` where some call among them is indirect, or no entry reaches ``fn``."""
+    functions = set(functions) or {fn}
+    if any(isinstance(i, Call) and is_indirect(i)
+           for f in functions for i in f.instructions()):
+        return functions
+    callees = {f: {i.called_function for i in f.instructions() if isinstance(i, Call)}
+               for f in functions}
+
+    def reach(f):
+        out, work = set(), [f]
+        while work:
+            g = work.pop()
+            if g in out or g not in functions:
+                continue
+            out.add(g)
+            work.extend(callees[g])
+        return out
+    got = set()
+    for entry in entries or [fn]:
+        r = reach(entry)
+        if fn in r:
+            got |= r
+    return got or functions
