@@ -320,11 +320,10 @@ def sync_text_objects(e, inst, A, shadows_of) -> None:
     first member of a struct with the struct's size (``std::swap`` of two
     ``std::pair<std::string, double>`` passes the pairs), and the bytes after the string
     are not text -- the double's adjoint was overwritten with its value."""
+    from ..analysis.types import string_object_size
     from ..ir.attributes import Attributes
     callee = inst.called_function
-    name = inst.callee_name or ""
-    most = 32 if "St7__cxx11" in name else 24 if name.startswith(("_ZNSt3__1", "_ZNKSt3__1")) \
-        else None
+    most = string_object_size(inst.callee_name or "")
     memcpy = None
     for j, a in enumerate(inst.args):
         if not a.type.is_pointer:

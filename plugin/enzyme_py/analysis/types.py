@@ -38,6 +38,7 @@ from ..ir.values import Argument, ConstantExpr, ConstantNull, Poison, Undef
 from .effects import TYPE_HINTS
 
 __all__ = ["string_characters", "string_value_bytes", "string_object_bytes",
+           "string_object_size",
            "string_inline_buffer", "string_buffer", "merge_leaves", "constant_text",
            "memory_kinds", "byte_kinds", "pointee_kinds",
            "FLOAT_KINDS", "layout_kinds", "float_fields", "tbaa_struct_fields", "scalar_kinds",
@@ -143,6 +144,17 @@ _LIBSTDCXX_STRING = _STRING_TBAA[0] + "E"
 _STRING_SIZE = {_LIBSTDCXX_STRING: 32, _STRING_TBAA[0] + "12_Alloc_hiderE": 32,
                 _STRING_TBAA[1] + "E": 24}
 _STRING_INLINE = 16     # where the inline characters start
+
+
+def string_object_size(member_name: str):
+    """The size of the ``std::string`` a library member named ``member_name`` works on:
+    32 bytes for libstdc++'s (``std::__cxx11``), 24 for libc++'s (``std::__1``); None
+    for other names."""
+    if "St7__cxx11" in member_name:
+        return _STRING_SIZE[_LIBSTDCXX_STRING]
+    if member_name.startswith(("_ZNSt3__1", "_ZNKSt3__1")):
+        return _STRING_SIZE[_STRING_TBAA[1] + "E"]
+    return None
 
 
 def string_value_bytes(p, dl, n=1) -> bool:
