@@ -20,7 +20,7 @@ from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_addres
                    sync_text_objects)
 from .errors import (ADError, external_call_error, indirect_call_error, merged_copy_error,
                      no_shadow_rule_error, check_copy_into_unshadowed, check_pointer_escape,
-                     unshadowed_atomic_error, unshadowed_store_error)
+                     unshadowed_atomic_error, unshadowed_store_error, untyped_copy_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
 from .libc import fill_shadow, shadowed_writes, written
@@ -51,6 +51,36 @@ def _no_float_of_width(kinds, w) -> bool:
     return bool(kinds) and "float-other" not in kinds and not (
         w == 32 and "float" in kinds or w == 64 and "double" in kinds
         or w not in (32, 64) and kinds & {"double", "float"})
+
+
+def word_of_float(load, p) -> bool:
+    """Whether the ``int32_t``/``int16_t`` word ``load`` reads (an element ``s[i]`` with
+    a variable index: a word loop) and ``p`` receives may be a piece of a float -- the
+    objects' kinds cannot say, the loop's own integers being among them (a generic
+    ``copy(void *dst, const void *src, int bytes)`` over doubles at -O0).  The declared
+    types of the objects at either end decide where they are seen (the first word,
+    ``i = 0``, inside a double; an ``int idx[4]`` field of a struct beside doubles is
+    integers); else the byte-offset analysis, where a wider float is found at exactly
+    those bytes.  (A 16-bit word is checked only this way: a ``short`` beside a double
+    in one object is common.)"""
+    from ..analysis.types import declared_kinds, pointee_kinds
+    g, w = load.operand(0), load.type.width
+    if w not in (16, 32) or not (isinstance(g, GEP) and g.source_type == load.type
+                                 and len(g.indices) == 1
+                                 and not isinstance(g.indices[0], ConstantInt)):
+        return False
+    wider = {"double"} if w == 32 else {"double", "float"}
+    module = load.function.parent
+    dl = module.datalayout
+    ends = [g.operand(0)]
+    if isinstance(p, GEP) and p.source_type == load.type and len(p.indices) == 1:
+        ends.append(p.operand(0))
+    declared = set()
+    for e in ends:
+        declared |= declared_kinds(e, w // 8, dl)
+    if declared:
+        return bool(declared & wider)
+    return bool(pointee_kinds(module, [g, p], w // 8) & wider)
 
 
 def _bit_moves(functions) -> tuple:
@@ -132,7 +162,7 @@ def float_bytes_lost(v, p, act) -> bool:
     this."""
     from ..analysis.activity import underlying_object
     from ..analysis.types import FLOAT_KINDS, memory_kinds
-    if not (isinstance(v, Load) and v.type.is_int and v.type.width in (8, 32, 64, 128)) \
+    if not (isinstance(v, Load) and v.type.is_int and v.type.width in (8, 16, 32, 64, 128)) \
             or _text_byte(v):
         return False
     src, shadowed = v.operand(0), act.shadowed
@@ -142,7 +172,8 @@ def float_bytes_lost(v, p, act) -> bool:
             and _holds_active_value(obj, act)):
         return False
     w = v.type.width
-    if _no_float_of_width(_int_copy_kinds([src], w), w):
+    if (w == 16 or _no_float_of_width(_int_copy_kinds([src], w), w)) \
+            and not word_of_float(v, p):
         return False
     return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
 
@@ -443,11 +474,11 @@ class AugmentedForward:
                 Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
             elif not floatish(v.type) and v.is_instruction and isinstance(v, Load) \
                     and v.operand(0) in self.act.shadowed and v.type.is_int \
-                    and v.type.width in (8, 32, 64, 128) and not self._int_by_layout(v) \
+                    and v.type.width in (8, 16, 32, 64, 128) and not self._int_by_layout(v) \
                     and not _text_byte(v) and not self._string_bytes(v, p):
                 w = v.type.width
-                kinds = _int_copy_kinds([v.operand(0), p], w)
-                if _no_float_of_width(kinds, w):
+                kinds = {"int"} if w == 16 else _int_copy_kinds([v.operand(0), p], w)
+                if _no_float_of_width(kinds, w) and not word_of_float(v, p):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
@@ -460,13 +491,7 @@ class AugmentedForward:
                 if ty is not None:
                     gen.float_copies[inst] = (v, ty)
                     return
-                raise ADError("an integer-typed copy of memory that may hold floating-point "
-                              "values (type analysis could not tell)",
-                              location=self.ctx.err_loc(inst),
-                              hint="the bytes pass through memory the code also uses as "
-                                   "integers, or never shows the type of (a char "
-                                   "buffer): copy the values with their own type (assign "
-                                   "the double or the struct) instead of as bytes")
+                raise untyped_copy_error(self.ctx.err_loc(inst))
             elif isinstance(v, Select) and v.type.is_int and v.type.width in (8, 32, 64, 128) \
                     and _select_leaves(v) is not None:
                 self._select_copy(v, inst, p)

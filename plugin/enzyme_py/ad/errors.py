@@ -212,6 +212,19 @@ def external_call_error(name: str, location, forward: bool) -> MissingDefinition
                                   hint=hint)
 
 
+def untyped_copy_error(location):
+    """An integer copy between memory with shadows where type analysis cannot tell
+    integers from floating-point values, or the integer is a piece of a double (a word
+    loop over ``int32_t *`` views: ``augmented.word_of_float``)."""
+    return ADError("an integer-typed copy of memory that may hold floating-point values "
+                   "(type analysis could not tell)", location=location,
+                   hint="the bytes pass through memory the code also uses as integers, or "
+                        "never shows the type of (a char buffer), or the integers are "
+                        "pieces of a double (a copy loop over int32_t or int16_t words): "
+                        "copy the values with their own type (assign the double or the "
+                        "struct) or with memcpy, instead of as integer words or bytes")
+
+
 def merged_copy_error(location, lost=False):
     """A store of integers merged from loads of memory that may hold floats
     (``augmented.merged_copy_of_floats``), or of an integer loaded from such memory

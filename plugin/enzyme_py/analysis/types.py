@@ -742,6 +742,34 @@ def layout_kinds(p, nbytes, datalayout):
     return out
 
 
+def declared_kinds(p, nbytes, datalayout, extra=0, depth=4) -> set:
+    """What the declared types of the objects ``p`` may point into say of the ``nbytes``
+    at ``p`` (+ ``extra``): ``p`` stripped of constant GEPs and casts down to an alloca or
+    a defined global (the leaf fields of its type overlapping those bytes), or down to a
+    parameter, followed into the arguments of its function's direct calls (``depth``
+    calls up).  A set over 'double', 'float', 'int', 'ptr'; empty where no declared type
+    is seen (heap memory, a pointer read from memory) -- unlike ``layout_kinds``, which
+    stops at its own function's values."""
+    from .activity import base_offset
+    root, off = base_offset(p, datalayout)
+    out: set = set()
+    if off is None:
+        return out
+    off += extra
+    ty = root.allocated_type if isinstance(root, Alloca) else \
+        root.value_type if getattr(root, "is_global", False) \
+        and not getattr(root, "is_declaration", True) else None
+    if ty is not None:
+        _leaves(ty, 0, off, off + nbytes, datalayout, out)
+    elif isinstance(root, Argument) and depth and root.parent is not None:
+        f = root.parent
+        for u in f.uses:
+            c = u.user
+            if isinstance(c, Call) and c.called_function is f and root.index < len(c.args):
+                out |= declared_kinds(c.args[root.index], nbytes, datalayout, off, depth - 1)
+    return out
+
+
 def _is_union(ty) -> bool:
     """clang's ``%union.X``: its one member type says nothing about the other members."""
     return ty.is_struct and str(getattr(ty, "name", "")).lstrip('"').startswith("union.")
