@@ -178,12 +178,14 @@ def float_bytes_lost(v, p, act) -> bool:
     return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
 
 
-def _escapes(alloc) -> bool:
+def _escapes(alloc, depth=3) -> bool:
     """Whether the block ``alloc`` returns is stored into memory of its function's
     arguments or of a global (an output array allocated inside: MATLAB Coder's output
     ``emxArray``) and never freed in its function: the caller may own it after the
     call (``AugmentedForward._frees_loaded_pointers`` says whether nothing else frees
-    it)."""
+    it).  A block returned (an allocation wrapper, ``double *alloc_vec(int n)``)
+    escapes where it does so from every direct call of its function, ``depth`` calls
+    up."""
     from ..analysis.activity import underlying_object
     from ..analysis.effects import FREE_NAMES
     stored = False
@@ -194,6 +196,13 @@ def _escapes(alloc) -> bool:
                 stored = True
         elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
             return False
+        elif isinstance(u, Ret) and u.value is x:
+            f = u.function
+            calls = [c.user for c in f.uses]
+            if not (depth and calls and all(isinstance(c, Call) and c.called_function is f
+                                            and _escapes(c, depth - 1) for c in calls)):
+                return False
+            stored = True
     return stored
 
 
