@@ -512,6 +512,18 @@ double fill(const double *x, arr_T *y) {
     for (int i = 0; i < 4; i++) { y->data[i] = x[i] * x[i]; s += y->data[i] * y->data[i]; }
     return s;
 }
+/* round BT: the same through an allocation wrapper (its block is returned, then
+   stored into the output by its caller) */
+__attribute__((noinline)) static double *alloc_vec(int n) {
+    return (double *)malloc(n * sizeof(double));
+}
+double fill_wrapped(const double *x, arr_T *y) {
+    double s = 0.0;
+    y->data = alloc_vec(4);
+    y->n = 4;
+    for (int i = 0; i < 4; i++) { y->data[i] = x[i] * x[i]; s += y->data[i] * y->data[i]; }
+    return s;
+}
 typedef struct { double *buf; } work_T;
 __attribute__((noinline)) static void init(work_T *w) { w->buf = malloc(4 * sizeof(double)); }
 __attribute__((noinline)) static void destroy(work_T *w) { free(w->buf); }
@@ -533,6 +545,12 @@ int main(void) {
         for (int i = 0; i < 4; i++) check("fill", dx[i], 4 * x[i] * x[i] * x[i]);
         free(y.data);
         free(dy.data);
+        arr_T w = { 0, 0 }, dw = { 0, 0 };
+        for (int i = 0; i < 4; i++) dx[i] = 0;
+        __enzyme_autodiff((void *)fill_wrapped, enzyme_dup, x, dx, enzyme_dup, &w, &dw);
+        for (int i = 0; i < 4; i++) check("wrapped", dx[i], 4 * x[i] * x[i] * x[i]);
+        free(w.data);
+        free(dw.data);
     }
     double dz[4] = { 0 };
     __enzyme_autodiff((void *)scratch, enzyme_dup, x, dz);
