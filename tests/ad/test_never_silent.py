@@ -565,6 +565,123 @@ def test_block_allocated_for_the_caller_keeps_its_shadow(tmp_path, opt, valgrind
     run(tmp_path, ESCAPING_OUTPUT, opt, valgrind)
 
 
+# MATLAB Coder's emxEnsureCapacity (round BS p20) and a linked list built and partly
+# popped inside the derivative call: blocks stored into the caller's structures while
+# the code also frees pointers it reads from memory.  Which of them the program frees
+# before it returns is known only at run time; their shadows are calloc blocks in a
+# registry (runtime_escape) that the reverse sweep frees where the program freed the
+# block, and leaves to the caller otherwise (it aborted in the caller's free before:
+# the reverse had freed every one).  No leak, no double free.
+GROWN_OUTPUTS = [r"""
+#include <stdbool.h>
+typedef struct { double *data; int *size; int allocatedSize; int numDimensions; bool canFreeData; } emxArray_real_T;
+static void emxEnsureCapacity_real_T(emxArray_real_T *emxArray, int oldNumel) {
+    int newNumel, i; void *newData;
+    if (oldNumel < 0) oldNumel = 0;
+    newNumel = 1;
+    for (i = 0; i < emxArray->numDimensions; i++) newNumel *= emxArray->size[i];
+    if (newNumel > emxArray->allocatedSize) {
+        i = emxArray->allocatedSize;
+        if (i < 16) i = 16;
+        while (i < newNumel) { if (i > 1073741823) i = 2147483647; else i *= 2; }
+        newData = calloc((unsigned int)i, sizeof(double));
+        if (emxArray->data != NULL) {
+            memcpy(newData, emxArray->data, sizeof(double) * (unsigned int)oldNumel);
+            if (emxArray->canFreeData) free(emxArray->data);
+        }
+        emxArray->data = (double *)newData;
+        emxArray->allocatedSize = i;
+        emxArray->canFreeData = true;
+    }
+}
+static emxArray_real_T *emxCreate(void) {
+    emxArray_real_T *e = malloc(sizeof *e);
+    e->data = NULL; e->numDimensions = 2; e->size = malloc(2 * sizeof(int));
+    e->size[0] = e->size[1] = 0; e->allocatedSize = 0; e->canFreeData = true;
+    return e;
+}
+static void emxFree(emxArray_real_T *e) { if (e->canFreeData) free(e->data); free(e->size); free(e); }
+void squares(const double *x, int n, emxArray_real_T *y) {
+    int i = y->size[0] * y->size[1];
+    y->size[0] = 1; y->size[1] = n;
+    emxEnsureCapacity_real_T(y, i);
+    for (int k = 0; k < n; k++) y->data[k] = x[k] * x[k];
+}
+double loss(const double *x, int n, emxArray_real_T *y) {
+    squares(x, 10, y);
+    double t = y->data[3];
+    squares(x, n, y);
+    y->data[0] += t;
+    double s = 0;
+    for (int k = 0; k < n; k++) s += y->data[k] * (k + 1);
+    return s;
+}
+int main(void) {
+    double x[20], dx[20] = { 0 };
+    int fails = 0;
+    for (int k = 0; k < 20; k++) x[k] = 0.1 * k + 1;
+    for (int rep = 0; rep < 2; rep++) {
+        emxArray_real_T *y = emxCreate(), *dy = emxCreate();
+        for (int k = 0; k < 20; k++) dx[k] = 0;
+        __enzyme_autodiff((void *)loss, enzyme_dup, x, dx, enzyme_const, 20, enzyme_dup, y, dy);
+        for (int k = 0; k < 20; k++) if (dx[k] != 2 * x[k] * (k + 1) + (k == 3 ? 2 * x[3] : 0)) { printf("FAIL %d %g\n", k, dx[k]); fails++; }
+        emxFree(y); emxFree(dy);
+    }
+    printf("%s\n", fails ? "FAIL" : "ok");
+    return fails;
+}
+""", r"""
+typedef struct node { double v; struct node *next; } node;
+typedef struct { node *head; int n; } list;
+__attribute__((noinline)) static void push(list *l, double v) {
+    node *nd = malloc(sizeof *nd); nd->v = v; nd->next = l->head; l->head = nd; l->n++;
+}
+__attribute__((noinline)) static double pop(list *l) {
+    node *nd = l->head; double v = nd->v; l->head = nd->next; l->n--; free(nd); return v;
+}
+double f(const double *x, int m, list *l) {
+    double s = 0;
+    for (int i = 0; i < m; i++) push(l, x[i % 4] * (i + 1));
+    for (int i = 0; i < m / 2; i++) s += pop(l) * 0.5;
+    for (node *p = l->head; p; p = p->next) s += p->v * p->v;
+    return s;
+}
+static void destroy(list *l) { while (l->head) { node *n = l->head; l->head = n->next; free(n); } }
+int main(void) {
+    double x[4] = { 1, 2, 3, 4 }, dx[4] = { 0 }, want[4] = { 0 };
+    int m = 300;
+    list l = { 0, 0 }, dl = { 0, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, m, enzyme_dup, &l, &dl);
+    for (int i = 0; i < m; i++) {   /* pushed i; popped if i >= m - m/2 (last pushed first) */
+        double c = i + 1;
+        if (i >= m - m / 2) want[i % 4] += 0.5 * c; else want[i % 4] += 2 * x[i % 4] * c * c;
+    }
+    int fails = 0;
+    for (int k = 0; k < 4; k++) if (fabs(dx[k] - want[k]) > 1e-9 * fabs(want[k])) { printf("FAIL %d %g %g\n", k, dx[k], want[k]); fails++; }
+    destroy(&l); destroy(&dl);
+    printf("%s\n", fails ? "FAIL" : "ok");
+    return fails;
+}
+"""]
+
+
+@pytest.mark.parametrize("opt", OPTS)
+@pytest.mark.parametrize("k", [0, 1], ids=["emxEnsureCapacity", "list"])
+def test_blocks_the_program_may_free_before_returning(tmp_path, opt, k, valgrind):
+    src = Path(tmp_path) / "t.c"
+    src.write_text("#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+                   "#include <string.h>\nint enzyme_dup, enzyme_const;\n"
+                   "void __enzyme_autodiff(void *, ...);\n" + GROWN_OUTPUTS[k])
+    exe = Path(tmp_path) / "t"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    for cmd in ([str(exe)], [valgrind, "-q", "--leak-check=full", "--error-exitcode=3",
+                             "--errors-for-leak-kinds=definite", str(exe)]):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and out.stdout.strip().endswith("ok"), \
+            out.stdout + out.stderr
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

@@ -406,7 +406,9 @@ class AdjointSweep:
                     memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void,
                                        [T.ptr, T.ptr, T.i64, T.i1])
                     e.call(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])
-                if inst not in gen.escaping_blocks:     # (else the caller frees it)
+                if inst in gen.maybe_freed_blocks:      # (freed if the program did)
+                    e.call(gen._rt("__enzyme_py_escaping_release"), [sh])
+                elif inst not in gen.escaping_blocks:   # (else the caller frees it)
                     e.call(gen._rt("__enzyme_py_shadow_free"), [sh])
             return
         if ekind in ("free", "typehint"):

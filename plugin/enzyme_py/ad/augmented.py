@@ -261,6 +261,7 @@ class AugmentedForward:
         gen.mem_fields = {}     # mixed-struct copy -> its float fields
         gen.mem_strides = {}    # ... of those, copies of n structs -> the struct's size
         gen.escaping_blocks = set()     # allocations whose shadow the caller frees
+        gen.maybe_freed_blocks = set()  # ... unless the program freed them (runtime_escape)
         gen.float_copies = {}   # integer store copying a double/float -> its load, type
 
     def build(self):
@@ -446,15 +447,20 @@ class AugmentedForward:
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
-            elif eff.frees is None and eff.align is None and _escapes(inst) \
-                    and not self._frees_loaded_pointers():
+            elif eff.frees is None and eff.align is None and _escapes(inst):
                 # handed to the caller (stored into an argument's memory or a global, and
                 # never freed here: an output array grown inside): its shadow is the
                 # caller's to free, with free(), as the block is -- a block of the C
-                # library's, which the reverse sweep leaves alone
+                # library's, which the reverse sweep leaves alone.  Where the code frees
+                # pointers it reads from memory (a second growth frees the first new
+                # block), whether the program freed it is recorded at run time
+                # (``runtime_escape``) and the reverse sweep frees the shadow if so
                 calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
                 S = e.call(calloc, [ConstantInt(T.i64, 1), written(e, None, eff.size, args, A)])
                 gen.escaping_blocks.add(inst)
+                if self._frees_loaded_pointers():
+                    e.call(gen._rt("__enzyme_py_escaping_add"), [S])
+                    gen.maybe_freed_blocks.add(inst)
             else:
                 # (a realloc of a block without a shadow held constant data: zero adjoint)
                 S = self._shadow_block(written(e, None, eff.size, args, A),
@@ -518,6 +524,18 @@ class AugmentedForward:
             raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
         else:
             check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
+
+    def _mark_freed(self, inst, A):
+        """Before the program frees a pointer it read from memory: its shadow, where
+        that is a block handed to the caller's registry (``runtime_escape``), is
+        marked freed, for the reverse sweep to free it too."""
+        from ..analysis.activity import underlying_object
+        if inst.args and inst.args[0] in self.act.shadowed \
+                and isinstance(underlying_object(inst.args[0]), Load):
+            e = self.e
+            e.position_before(A)
+            e.call(self.gen._rt("__enzyme_py_escaping_mark"),
+                   [self.gen._sh_aug(inst.args[0], inst)])
 
     def _frees_loaded_pointers(self) -> bool:
         """Whether the differentiated functions free a pointer they read from memory (a
@@ -676,6 +694,8 @@ class AugmentedForward:
             return
         eff = call_effect(name)
         ekind = eff.kind if eff is not None else None
+        if ekind == "free":
+            self._mark_freed(inst, A)
         if ekind in ("nomem", "free", "typehint"):
             return
         if ekind == "mpi" and not mpi.user_rule(self.gen, inst):

@@ -39,6 +39,8 @@
   off, len)``: the same bytes of every element of an array of structs (a memcpy of
   ``n`` structs mixing pointers and floats): copied (the pointers' shadows), or their
   adjoints moved back (the floats');
+- ``__enzyme_py_escaping_add`` / ``_mark`` / ``_release``: the registry of shadows
+  that may be handed to the caller (:mod:`.runtime_escape`);
 - ``__enzyme_py_digamma`` (for the tgamma/lgamma rules).
 
 Derivative code that is itself differentiated (a function calling
@@ -307,7 +309,10 @@ def runtime_function(module, name, ty=None, owner=None):
     """The runtime function ``name`` (for type ``ty`` where it has variants); for the
     functions that allocate, the variant whose out-of-memory message names ``owner``."""
     from .emit import Emitter, type_suffix
+    from .runtime_escape import NAMES as ESCAPING, escaping_function
     from .runtime_pool import _cache_pool
+    if name in ESCAPING:
+        return escaping_function(module, name, _new)
     e = Emitter(module)
     i64 = T.i64
     what = _ALLOCATING.get(name)
