@@ -265,7 +265,9 @@ def test_arrays_of_structs_mixing_pointers_and_doubles_copied_whole(tmp_path, op
 # records with memmove of `(n - k - 1) * sizeof *a` bytes (overlapping ranges) was
 # refused ("memmove over memory that mixes double and float values"): each record's
 # double and float runs move like a strided copy's, the elements' adjoints taken in
-# the order that reads each destination adjoint before an addition lands on it.
+# the order that reads each destination adjoint before an addition lands on it.  The
+# byte count may also be the distance between two pointers into the array (`(char *)end
+# - (char *)(p + 1)`): a whole number of the records the two point at.
 MEMMOVE_RECORDS = r"""
 struct rec { double w; float f; int id; };
 __attribute__((noinline)) static void erase(struct rec *a, int n, int k) {
@@ -273,6 +275,20 @@ __attribute__((noinline)) static void erase(struct rec *a, int n, int k) {
 }
 __attribute__((noinline)) static void insert(struct rec *a, int n, int k) {
     memmove(&a[k + 1], &a[k], (size_t)(n - k) * sizeof *a);
+}
+/* the byte count as the distance between two pointers into the array */
+__attribute__((noinline)) static struct rec *erase_at(struct rec *p, struct rec *end) {
+    memmove(p, p + 1, (char *)end - (char *)(p + 1));
+    return end - 1;
+}
+double g(const double *x, int n) {
+    struct rec a[8];
+    for (int i = 0; i < n; i++) { a[i].w = x[i] * x[i]; a[i].f = (float)(i + 1); a[i].id = i; }
+    struct rec *end = erase_at(&a[2], a + n);
+    end = erase_at(&a[0], end);
+    double s = 0;
+    for (struct rec *r = a; r < end; r++) s += r->w * r->f;
+    return s;
 }
 double f(const double *x, int n) {
     struct rec a[8];
@@ -291,6 +307,11 @@ int main(void) {
     double want[5] = { 2 * 2 * x[0] * 1, 0, 3 * 2 * x[2] * 3, 4 * 2 * x[3] * 4,
                        5 * 2 * x[4] * 5 };
     for (int i = 0; i < 5; i++) check("rev", dx[i], want[i]);
+    double dg[5] = { 0 };
+    __enzyme_autodiff((void *)g, enzyme_dup, x, dg, enzyme_const, 5);
+    /* records 1, 3, 4 survive, each weighted by its own f = i + 1 */
+    for (int i = 0; i < 5; i++)
+        check("distance", dg[i], i == 0 || i == 2 ? 0 : 2 * x[i] * (i + 1));
     return fails;
 }
 """

@@ -992,6 +992,9 @@ class AugmentedForward:
             # repeated every ``size`` bytes (``gen.mem_strides``)
             size = _element_size(n)
             if size is None:
+                from ..analysis.typetree import MemoryTypes
+                size = MemoryTypes.of(self.ctx.module, [n]).distance_period(n)
+            if size is None:
                 return None
         dl = self.ctx.module.datalayout
         got = None
@@ -1080,7 +1083,8 @@ def _element_size(n, depth=4):
     by a constant, through ``zext``/``sext``): the size of the elements of the array
     copied.  ``(n - 1) * S`` folds to ``n * S - S``, ``(n & ~1) * S`` to a mask of
     ``n * S``: a constant multiple of S added or subtracted, or a mask keeping a
-    power-of-two S's multiples, keep S."""
+    power-of-two S's multiples, keep S; a difference the code divides exactly by S
+    is a multiple of it (``typetree.exact_multiple``)."""
     while isinstance(n, Cast) and n.opcode in ("zext", "sext"):
         n = n.operand(0)
     if not isinstance(n, BinaryOp) or not depth:
@@ -1097,6 +1101,12 @@ def _element_size(n, depth=4):
     if n.opcode == "and" and isinstance(b, ConstantInt):
         s = _element_size(a, depth - 1)
         return s if s is not None and s & (s - 1) == 0 and b.value % s == 0 else None
+    if n.opcode == "sub":
+        # ``end - begin`` in bytes, which the code also divides exactly by S to count
+        # the elements (``std::vector``'s relocation at -O2)
+        from ..analysis.typetree import exact_multiple
+        s = exact_multiple(n)
+        return s if s is not None and s <= 4096 else None
     return None
 
 

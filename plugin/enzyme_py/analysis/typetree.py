@@ -89,6 +89,12 @@ def _index(v, depth=8):
     periodic with 24, not with 1."""
     if isinstance(v, ConstantInt):
         return v.value, 0
+    c, m = _structural_index(v, depth)
+    e = exact_multiple(v) if m else None
+    return (0, e) if e and m % e else (c, m)
+
+
+def _structural_index(v, depth):
     if depth and isinstance(v, BinaryOp):
         op = v.opcode
         if op in ("add", "sub", "or"):
@@ -112,6 +118,36 @@ def _index(v, depth=8):
     if depth and isinstance(v, Cast) and v.opcode in ("sext", "zext"):
         return _index(v.operand(0), depth - 1)
     return 0, 1
+
+
+def exact_multiple(v) -> int | None:
+    """A constant ``v`` is known to be a multiple of because some user divides it
+    exactly (``ashr exact``/``lshr exact`` by k: 2**k; ``sdiv exact``/``udiv exact`` by
+    C: C) -- the byte distance of two pointers into an array of S-byte elements, which
+    C and C++ turn into an element count that way (``end - begin`` in ``std::vector``'s
+    growth at -O2: ``ashr exact %bytes, 4``); else None."""
+    best = None
+    for u in v.users:
+        if isinstance(u, BinaryOp) and u.operand(0) is v and "exact" in getattr(u, "flags", ()) \
+                and isinstance(u.operand(1), ConstantInt):
+            k = u.operand(1).value
+            m = (1 << k if 0 < k < 32 else None) if u.opcode in ("ashr", "lshr") else \
+                abs(k) if u.opcode in ("sdiv", "udiv") and k not in (0, 1, -1) else None
+            if m is not None and (best is None or m > best):
+                best = m
+    return best
+
+
+def _distance(v):
+    """(x, y) where ``v`` is ``ptrtoint x - ptrtoint y`` (through a sign or zero
+    extension): the byte distance between two pointers; else None."""
+    while isinstance(v, Cast) and v.opcode in ("sext", "zext"):
+        v = v.operand(0)
+    if isinstance(v, BinaryOp) and v.opcode == "sub":
+        a, b = v.operand(0), v.operand(1)
+        if all(isinstance(x, Cast) and x.opcode == "ptrtoint" for x in (a, b)):
+            return a, b
+    return None
 
 
 def _byte_accesses_only(g, limit=32) -> list:
@@ -213,6 +249,7 @@ class MemoryTypes:
         self._budget = _BUDGET
         self._sizes: dict = {}
         self._leaves: dict = {}
+        self._distances: list = []     # (GEP, pointer, pointer, step): see _gep
         self._source = None     # the instruction whose accesses are being recorded
         if functions is None:
             functions = [f for f in module.functions
@@ -236,6 +273,7 @@ class MemoryTypes:
             for inst in f.instructions():
                 self._visit(inst)
         self._drain()
+        self._distance_periods()
 
     def _callee_only(self, f) -> bool:
         uses = f.uses
@@ -483,7 +521,7 @@ class MemoryTypes:
     def _gep(self, g, base, source_type, indices):
         """``g = base + c + i*s...``: one class, periodic with each variable stride."""
         dl, ty = self.dl, source_type
-        c, strides = 0, []
+        c, strides, distances = 0, [], []
         try:
             for k, i in enumerate(indices):
                 if k == 0:
@@ -497,6 +535,13 @@ class MemoryTypes:
                 else:
                     ty = ty.element
                     step = dl.size_in_bytes(ty)
+                d = _distance(i) if step else None
+                if d is not None and exact_multiple(i) is None:
+                    # ``result + (last - first)`` (a relocation at -O0): a multiple of
+                    # the period of the class ``first`` and ``last`` point into, known
+                    # only once every class has its period (``_distance_periods``)
+                    distances.append((d, step))
+                    continue
                 ci, mi = _index(i)
                 c += ci * step
                 if mi:
@@ -516,6 +561,46 @@ class MemoryTypes:
             self._fact(g, 0, *self._scalar(source_type))
         for s in strides:
             self._periodic(g, s)
+        for (a, b), step in distances:
+            if self._tracked(a) and self._tracked(b):
+                self._distances.append((self.node(g), self.node(a), self.node(b), step))
+            else:
+                self._periodic(g, step)
+
+    def _distance_periods(self):
+        """The strides of GEPs by a distance between two pointers (``_gep``): the
+        period of their class where both lie at one offset in it (the distance is a
+        whole number of its elements), else 1 -- until no class's period changes."""
+        changed = True
+        while changed:
+            changed = False
+            for g, a, b, step in self._distances:
+                ra, oa = self._find(a)
+                rb, ob = self._find(b)
+                P = ra.period
+                same = ra is rb and ((oa - ob) % P == 0 if P else oa == ob)
+                s = (P if same else 1) * step
+                r, _ = self._find(g)
+                if s and gcd(r.period, s) != r.period:
+                    self._set_period(r, gcd(r.period, s))
+                    self._drain()
+                    changed = True
+
+    def distance_period(self, v) -> int | None:
+        """The element size S where ``v`` is the byte distance between two pointers at
+        one offset of a class with period S (``end - begin`` of an array of S-byte
+        records, a memmove's byte count), in every context; else None."""
+        d = _distance(v)
+        if d is None:
+            return None
+        got = set()
+        for na, nb in zip(self._nodes(d[0]), self._nodes(d[1])):
+            ra, oa = self._find(na)
+            rb, ob = self._find(nb)
+            if ra is not rb or not ra.period or (oa - ob) % ra.period:
+                return None
+            got.add(ra.period)
+        return got.pop() if len(got) == 1 else None
 
     def _periodic(self, v, stride):
         self._drain()
