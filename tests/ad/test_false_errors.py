@@ -2326,3 +2326,55 @@ int main(void) {
 def test_local_from_one_of_two_constant_templates(tmp_path, opt, valgrind):
     run(tmp_path, QUADRATURE_TEMPLATES, opt, valgrind)
     run(tmp_path, HEAP_TEMPLATE, opt, valgrind)
+
+
+# Round BU (a JPL-style ephemeris reader): an optional output written only `if (vel)`,
+# in a helper every differentiated caller passes NULL for, was "an active value is
+# stored into memory that has no shadow" in both modes (Enzyme 15 builds it).  Its
+# stores never run; a caller passing a buffer that it reads back still gets one.  At
+# -O2 the stores to pos[i] and vel[i] become one store through a phi of the two
+# pointers, still refused.
+OPTIONAL_OUTPUT = r"""
+__attribute__((noinline)) static void state(double t, double *pos, double *vel) {
+    for (int i = 0; i < 3; i++) {
+        double f = sin(t * (i + 1)), df = (i + 1) * cos(t * (i + 1));
+        pos[i] = f;
+        if (vel) vel[i] = df;
+    }
+}
+double track(const double *t) {
+    double p[3];
+    state(t[0], p, NULL);
+    double s = p[0] * p[1] + p[2];
+    state(t[1], p, 0);
+    return s + p[0];
+}
+int main(void) {
+    double t[2] = { 0.3, 0.7 }, dt[2] = { 0 }, v[2] = { 1, 0 }, pos[3], vel[3];
+    state(0.25, pos, vel);              /* a caller outside the derivative asks for vel */
+    check("primal vel", vel[1], 2 * cos(0.5));
+    __enzyme_autodiff((void *)track, enzyme_dup, t, dt);
+    double a = t[0];
+    double want0 = cos(a) * sin(2 * a) + 2 * sin(a) * cos(2 * a) + 3 * cos(3 * a);
+    check("rev t0", dt[0], want0);
+    check("rev t1", dt[1], cos(t[1]));
+    check("fwd t0", __enzyme_fwddiff_d((void *)track, enzyme_dup, t, v), want0);
+    /* the helper itself, its optional output passed as a constant NULL */
+    double dp[3] = { 1, 0, 0 }, tp[3] = { 0 };
+    double g = __enzyme_autodiff_d((void *)state, enzyme_out, 0.4, enzyme_dup, pos, dp,
+                                   enzyme_const, (double *)0);
+    check("rev state", g, cos(0.4));
+    __enzyme_fwddiff((void *)state, 0.4, 1.0, enzyme_dup, pos, tp, enzyme_const, (double *)0);
+    check("fwd state", tp[2], 3 * cos(1.2));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", [
+    "-O0", pytest.param("-O2", marks=pytest.mark.xfail(strict=True, reason=(
+        "-O2 sinks the stores to pos[i] and vel[i] of the unrolled loop into one store "
+        "through a phi of the two pointers: a pointer without a shadow mixed with one "
+        "that has one (refused)")))])
+def test_optional_output_every_caller_passes_as_null(tmp_path, opt):
+    run(tmp_path, OPTIONAL_OUTPUT, opt)

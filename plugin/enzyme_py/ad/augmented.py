@@ -178,6 +178,26 @@ def float_bytes_lost(v, p, act) -> bool:
     return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
 
 
+def null_at_every_call(p, fn, act, ctx) -> bool:
+    """Whether ``p`` points into a parameter of ``fn`` without a shadow that every call
+    of ``fn`` in the same derivative call passes as a null pointer: an optional output
+    not asked for (``ephem_state(jd, pos, NULL)`` with ``if (vel) vel[i] = ...``), whose
+    stores never run.  (``ctx``: the reverse-mode context, with the entries and the
+    functions' copies.)"""
+    from ..analysis.activity import underlying_object
+    from ..analysis.callgraph import run_together
+    base = underlying_object(p)
+    entries = getattr(ctx, "entries", ())
+    if not (isinstance(base, Argument) and base.parent is fn and base not in act.shadowed) \
+            or fn in entries:
+        return False
+    calls = [i for f in run_together(fn, getattr(ctx, "clone_of", {}).values(), entries)
+             for i in f.instructions()
+             if isinstance(i, (Call, Invoke)) and i.called_function is fn]
+    return bool(calls) and all(base.index < len(c.args)
+                               and isinstance(c.args[base.index], ConstantNull) for c in calls)
+
+
 def _escapes(alloc, depth=3) -> bool:
     """Whether the block ``alloc`` returns is stored into memory of its function's
     arguments or of a global (an output array allocated inside: MATLAB Coder's output
@@ -518,7 +538,8 @@ class AugmentedForward:
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
                 and not (self.P in getattr(self.ctx, "entries", ())
-                         and self.act.write_only_argument(p)):
+                         and self.act.write_only_argument(p)) \
+                and not null_at_every_call(p, self.P, self.act, self.ctx):
             raise unshadowed_store_error(p, self.ctx.err_loc(inst))
         elif float_bytes_lost(v, p, self.act):
             raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
