@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 from dataclasses import dataclass
 
 import llvmlite.binding as _llvm
@@ -220,17 +221,44 @@ def optimize(mod, options: PipelineOptions = PipelineOptions()) -> None:
     pm.run(mod, pb)
 
 
-def rules_out_of_line(data: bytes, level: int, choose) -> bytes | None:
+# a call to an __enzyme_* entry point passing an argument byval: ``byval(%struct.T)``
+_ENZYME_BYVAL = re.compile(r"^(\s*(?:%\S+ = )?(?:tail |notail |musttail )?call [^\n]*"
+                           r"@__enzyme_\w+\([^\n]*)$", re.M)
+
+
+def enzyme_calls_by_value(data: bytes) -> bool:
+    """Whether the bitcode ``data`` (a translation unit, optimised) passes a struct by
+    value (``byval``) to an ``__enzyme_*`` entry point: ``__enzyme_autodiff(f,
+    enzyme_dup, s, ds)`` with ``s`` and ``ds`` structs (see ``prelink``)."""
+    if b"__enzyme_" not in data:
+        return False
+    text = str(parse_bitcode(data, "the compiled bitcode"))
+    return any("byval(" in m.group(1) for m in _ENZYME_BYVAL.finditer(text))
+
+
+def prelink(data: bytes, level: int, choose=None, by_reference=False) -> bytes | None:
     """``data``: a translation unit's bitcode before optimisation (clang
     ``-Xclang -disable-llvm-passes``).  Mark ``noinline`` every function defined here
     that ``choose(ir_text)`` names (the functions a custom rule is for, or marked
     inactive: see ``registry.Registry.out_of_line``), so that the inliner keeps them
-    out of line and the AD pass finds the calls; then run the ``-O<level>`` pipeline
-    without vectorisation and unrolling (as clang's pre-link pipeline leaves it).
-    Returns the optimised bitcode, or None when no such function is defined here."""
+    out of line and the AD pass finds the calls; with ``by_reference``, pass the
+    structs an ``__enzyme_*`` call takes by value by reference instead (``byref``):
+    the AD pass writes the adjoints of a shadow struct into the caller's object, as
+    Enzyme does, and the optimiser must not assume the call leaves it unchanged (a
+    ``byval`` argument is a copy: clang folds the caller's later reads of ``dL.scale``
+    to the value before the call, or passes a constant in read-only data).  Then run
+    the ``-O<level>`` pipeline without vectorisation and unrolling (as clang's
+    pre-link pipeline leaves it).  Returns the optimised bitcode, or None when there is
+    nothing to do."""
     mod = parse_bitcode(data, "the unoptimised bitcode")
-    marked = 0
-    for name in sorted(choose(str(mod))):
+    changed = 0
+    if by_reference:
+        text = str(mod)
+        new = _ENZYME_BYVAL.sub(lambda m: m.group(1).replace("byval(", "byref("), text)
+        if new != text:
+            mod = parse_assembly(new, "the unoptimised bitcode with by-reference structs")
+            changed += 1
+    for name in sorted(choose(str(mod)) if choose is not None else ()):
         try:
             fn = mod.get_function(name)
         except NameError:
@@ -238,8 +266,8 @@ def rules_out_of_line(data: bytes, level: int, choose) -> bytes | None:
         if fn.is_declaration or any(b"alwaysinline" in a for a in fn.attributes):
             continue
         fn.add_function_attribute("noinline")
-        marked += 1
-    if not marked:
+        changed += 1
+    if not changed:
         return None
     optimize(mod, PipelineOptions(level=level, vectorize=False, unroll=False))
     verify(mod, "the module after pre-link optimisation")

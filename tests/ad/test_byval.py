@@ -7,10 +7,12 @@ value (reverse and forward wrong at -O1/-O2, forward at -O0; real Enzyme 15 is r
 Now they take ``byval`` like the primal, and the overwrite analysis counts a by-value
 parameter as the function's own local memory (its values are kept for the reverse
 sweep, not read again from a fresh copy).  The shadow of such an argument, passed by
-value at the call site too, is given to the derivative as a private copy: the tangent
+value at the call site too, is given to forward mode as a private copy: the tangent
 the callee updates is not the caller's (at -O2 clang passes a constant initialiser
-there; writing it gave d/db = 0).  Passed by address (``&v, &dv``, as Enzyme reads the
-signature), the reverse mode's shadow is the caller's: the adjoint accumulates there."""
+there; writing it gave d/db = 0).  In reverse mode the shadow is the caller's object,
+passed by address (``&v, &dv``, as Enzyme reads the signature) or by value (``v, dv``,
+as Enzyme does too: the driver passes it by reference, so that clang does not assume
+the call leaves it unchanged): the adjoint accumulates there."""
 
 from __future__ import annotations
 
@@ -619,3 +621,50 @@ def test_struct_with_a_long_double_copied_names_the_kinds(tmp_path, opt):
     from test_never_silent import build_error
     err = build_error(tmp_path, LONG_DOUBLE_PAIR, opt)
     assert "mixes double and long double" in err and "pointers" not in err, err
+
+
+# Round BV (darknet's `layer` and a camera struct passed by value): `__enzyme_autodiff(
+# loss, enzyme_dup, L, dL)` with the structs by value.  The adjoints of dL's float
+# fields went into a private copy and were lost -- 0, silently (Enzyme 15 right); the
+# pointer field's shadow (da) was right.  At -O2 clang had also folded the caller's
+# read of dL.scale after the call to its value before it (a byval argument is a copy).
+# The driver passes such structs by reference now, and the adjoints land in dL, also
+# when the unit is compiled with -c and linked afterwards.
+SHADOW_BY_VALUE = r"""
+typedef struct { int w, h; float scale; float *data; } layer;
+typedef struct { double fx, fy, cx, cy; } camera;
+float loss(layer l) {
+    float s = 0;
+    for (int i = 0; i < l.w; i++) s += l.scale * l.data[i] * l.data[i];
+    return s;
+}
+double project(camera k, double x) { return k.fx * x * x + k.cx * k.fy; }
+int main(void) {
+    float a[3] = {1, 2, 3}, da[3] = {0};
+    layer L = {3, 1, 2.0f, a}, dL = {3, 1, 0.0f, da};
+    __enzyme_autodiff((void *)loss, enzyme_dup, L, dL);
+    check("d/dscale", dL.scale, 14);
+    for (int i = 0; i < 3; i++) check("d/da", da[i], 4 * a[i]);
+    camera k = {2, 3, 4, 5}, dk = {0, 0, 0, 0};
+    __enzyme_autodiff((void *)project, enzyme_dup, k, dk, enzyme_const, 1.5);
+    check("d/dfx", dk.fx, 2.25); check("d/dfy", dk.fy, 4);
+    check("d/dcx", dk.cx, 3); check("d/dcy", dk.cy, 0);
+    return fails != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_reverse_adjoint_of_a_shadow_passed_by_value(tmp_path, opt):
+    assert run(tmp_path, SHADOW_BY_VALUE, opt).count("ok ") == 8
+
+
+def test_shadow_passed_by_value_in_a_unit_compiled_apart(tmp_path):
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + SHADOW_BY_VALUE)
+    obj, exe = Path(tmp_path) / "t.o", Path(tmp_path) / "t"
+    for args in (["-O2", "-c", str(src), "-o", str(obj)], ["-O2", str(obj), "-o", str(exe), "-lm"]):
+        r = enzyme_cc(args, tmp_path)
+        assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.count("ok ") == 8, out.stdout + out.stderr

@@ -56,7 +56,6 @@ class ParamBinding:
     shadows: list = field(default_factory=list)   # one per lane (enzyme_width)
     dupv: tuple | None = None                      # (base pointer, byte stride)
     noneed: bool = False
-    by_value: bool = False     # the call site passes the shadow(s) byval: a copy
 
     @property
     def shadow(self):
@@ -311,13 +310,6 @@ def parse_site(call, mode) -> AutodiffSite:
                                 + ("s, one per lane" if W > 1 else ""))
         return sh, i + 1 + W
 
-    def by_value(i):
-        """Whether the call passes the W shadows after args[i] by value (``byval``: a
-        struct written by value, ``f(p, dp)``, of which the caller made a copy)."""
-        return any(j < len(call.arg_attrs) and call.arg_attrs[j]
-                   and Attributes.parse(call.arg_attrs[j]).arg("byval") is not None
-                   for j in range(i + 1, i + 1 + site.width))
-
     def valueless(i):
         """``__enzyme_augmentsize(f, enzyme_dup, enzyme_const)``: the activity markers
         alone, no values after them (the tape's size depends on the activity only), as
@@ -399,8 +391,7 @@ def parse_site(call, mode) -> AutodiffSite:
                         raise CallSiteError(f"missing argument shadow for parameter {p + 1} of "
                                             f"'{target.name}' after {mk}", location=loc)
                     sh, i2 = lanes(i + 1, p, mk)
-                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], sh, None, noneed,
-                                                      by_value(i + 1)))
+                    site.bindings.append(ParamBinding(p, "dup", args[i + 1], sh, None, noneed))
                     i = i2
             elif mk == "enzyme_const":
                 if i + 1 >= len(args):
@@ -433,7 +424,7 @@ def parse_site(call, mode) -> AutodiffSite:
                                     hint="pass enzyme_dup, the value and its shadow, or "
                                          "enzyme_const and the value")
             sh, i2 = lanes(i, p, "the value")
-            site.bindings.append(ParamBinding(p, "dup", a, sh, by_value=by_value(i)))
+            site.bindings.append(ParamBinding(p, "dup", a, sh))
             i = i2
         elif floatish(param.type):
             site.bindings.append(ParamBinding(p, "out", a))
@@ -508,11 +499,13 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
             # a parameter passed by value in memory: in forward mode its shadow (the
             # tangent, which the function may update like its own copy) goes as a copy;
             # in reverse mode the shadow is where the adjoint accumulates -- the caller's
-            # memory when it passed a pointer (&dv, as Enzyme reads the signature), a
-            # copy when it passed the struct by value (its own copy already, maybe
-            # folded into read-only data)
+            # memory, whether it passed a pointer (&dv, as Enzyme reads the signature)
+            # or the struct itself (dv, as Enzyme does too: the driver passes such a
+            # struct by reference, so that clang neither folds the caller's reads of it
+            # nor puts it in read-only data; llvm.prelink) -- unless it is constant data
             byval = attr_type(fn.args[bnd.index], "byval")
-            if byval is not None and site.mode not in ("forward", "batch") and not bnd.by_value:
+            if byval is not None and site.mode not in ("forward", "batch") \
+                    and not any(_constant_data(x) for x in bnd.shadows):
                 byval = None
             if bnd.dupv is not None:
                 base, stride = bnd.dupv
@@ -549,11 +542,18 @@ def _guard_distinct(e, site, loc) -> None:
                 _string(site.call.module, msg), ConstantInt(T.i64, len(msg.encode()))])
 
 
+def _constant_data(p) -> bool:
+    """Whether ``p`` points into a constant global (read-only data)."""
+    from ..analysis.activity import underlying_object
+    g = underlying_object(p)
+    return getattr(g, "is_global", False) and getattr(g, "is_constant", False)
+
+
 def _private_copy(e, site, p, ty):
     """A copy of the ``ty`` at ``p`` in the caller's frame: the shadow of a struct passed
-    by value is passed by value too (a tangent always; an adjoint when the call site
-    passed the shadow ``byval``), so the derivative may update it without touching the
-    caller's object, which the optimiser may have folded or placed in read-only data."""
+    by value is passed by value too (a tangent always; an adjoint only where the caller's
+    is constant data), so the derivative may update it without touching the caller's
+    object."""
     a = Alloca(ty, align=16)
     site.call.function.entry_block.insert(0, a)
     size = site.call.module.datalayout.size_in_bytes(ty)

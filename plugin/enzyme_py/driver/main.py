@@ -382,10 +382,11 @@ class Driver:
         (``__enzyme_register_*``), ``__enzyme_function_like`` or an inactive function
         (``__enzyme_inactivefn``, ``annotate("enzyme_inactive")``) for a function it
         defines is compiled again in two steps when optimising: unoptimised bitcode,
-        ``noinline`` on those functions, then the optimisation
-        (``llvm.rules_out_of_line``).  Otherwise clang's inliner would copy such a
-        function's body into its callers and the AD pass would differentiate the body
-        instead of using the rule or leaving the call inactive."""
+        ``noinline`` on those functions, then the optimisation (``llvm.prelink``).
+        Otherwise clang's inliner would copy such a function's body into its callers
+        and the AD pass would differentiate the body instead of using the rule or
+        leaving the call inactive.  So is a unit passing a struct by value to an
+        ``__enzyme_*`` call, which goes by reference instead (see ``llvm.prelink``)."""
         from ..ad.registry import MARKERS, Registry
         from ..ir import parse_module
 
@@ -394,14 +395,18 @@ class Driver:
         if speed == 0 or src.lang in ("assembler", "assembler-with-cpp"):
             return
         data = _read(out)
-        if not any(m in data for m in MARKERS):
+        rules = any(m in data for m in MARKERS)
+        by_value = b"__enzyme_" in data and llvm.enzyme_calls_by_value(
+            bitcode.extract(data, out) or b"")
+        if not (rules or by_value):
             return
         pre = out + ".pre.bc"
         try:
             self.call(self.compile_command(src, pre, True, dep_target or out)
                       + ["-Xclang", "-disable-llvm-passes"])
-            bc = llvm.rules_out_of_line(
-                _read(pre), speed, lambda text: Registry.read(parse_module(text)).out_of_line())
+            bc = llvm.prelink(
+                _read(pre), speed, (lambda text: Registry.read(parse_module(text)).out_of_line())
+                if rules else None, by_reference=by_value)
             if bc is None:
                 return
             if bitcode_only or self.clang.major != llvm.llvm_major():
