@@ -2378,3 +2378,39 @@ int main(void) {
         "that has one (refused)")))])
 def test_optional_output_every_caller_passes_as_null(tmp_path, opt):
     run(tmp_path, OPTIONAL_OUTPUT, opt)
+
+
+# Round BV (darknet's `image`, passed by value everywhere): an enzyme_const struct
+# holding a pointer, passed by value to the function differentiated, which hands it on
+# by value to a helper (`get_pixel(image m, ...)`): the copy into the helper's argument
+# was "memcpy of pointers from memory without a shadow into memory that has one" at
+# -O0, and at every level where the helper stays a call.  The copy's pointer fields
+# hold pointers without a shadow only: its shadow is zero.
+CONST_IMAGE_BY_VALUE = r"""
+typedef struct { int w, h, c; float *data; } image;
+static float get_pixel(image m, int x, int y) { return m.data[y * m.w + x]; }
+__attribute__((noinline)) static float get_pixel_out(image m, int i) { return m.data[i]; }
+float l2(float *a, image truth) {
+    float s = 0;
+    for (int i = 0; i < truth.w; i++) {
+        float d = a[i] - get_pixel(truth, i, 0) + 0.5f * get_pixel_out(truth, i);
+        s += d * d;
+    }
+    return s;
+}
+int main(void) {
+    float a[3] = {1, 2, 3}, da[3] = {0}, b[3] = {0.5f, 0.25f, 2.0f};
+    image t = {3, 1, 1, b};
+    __enzyme_autodiff((void *)l2, enzyme_dup, a, da, enzyme_const, t);
+    for (int i = 0; i < 3; i++) check("d/da", da[i], 2 * (a[i] - 0.5f * b[i]));
+    float v[3] = {1, 0, 0};
+    check("fwd", __enzyme_fwddiff_d((void *)l2, enzyme_dup, a, v, enzyme_const, t),
+          2 * (a[0] - 0.5f * b[0]));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_constant_struct_by_value_handed_on_by_value(tmp_path, opt):
+    run(tmp_path, CONST_IMAGE_BY_VALUE, opt)

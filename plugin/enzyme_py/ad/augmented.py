@@ -546,6 +546,28 @@ class AugmentedForward:
         else:
             check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
 
+    def _const_param_copied(self, inst) -> bool:
+        """Whether the memcpy ``inst`` copies a by-value parameter without a shadow (an
+        ``enzyme_const`` struct) whole into a local whose every pointer field holds
+        pointers without a shadow only (``_Slot.const_offsets``): no shadow to copy."""
+        from ..analysis.activity import base_offset, pointer_offsets
+        from ..ir.attributes import named_type
+        dst, src, n = inst.args[:3]
+        if not (isinstance(src, Argument) and isinstance(n, ConstantInt)):
+            return False
+        dl = self.ctx.module.datalayout
+        ty = named_type(src.attrs, "byval", src.parent.parent)
+        fields = pointer_offsets(ty, dl) if ty is not None else None
+        base, off = base_offset(dst, dl)
+        st = self.act.slots.get(base)
+        if fields is None or off is None or st is None \
+                or n.value != dl.size_in_bytes(ty):
+            return False
+        if st.only_const_pointers(self.act):
+            return True
+        consts = st.const_offsets(self.act)
+        return all(off + f in consts for f in fields)
+
     def _mark_freed(self, inst, A):
         """Before the program frees a pointer it read from memory: its shadow, where
         that is a block handed to the caller's registry (``runtime_escape``), is
@@ -762,6 +784,19 @@ class AugmentedForward:
                     # literal into std::string's inline buffer inside a C++ object)
                     kind = gen.mem_kind[inst] = "int"
                 if kind in ("ptr", "zero"):
+                    if mem != "memset" and args[1] not in act.shadowed \
+                            and self._const_param_copied(inst):
+                        # a constant struct passed by value copied into a local whose
+                        # pointer fields hold only pointers without a shadow (darknet's
+                        # ``image`` handed on by value): the local's shadow is zero
+                        e = self.e
+                        e.position_before(A)
+                        memset = e.declare("llvm.memset.p0.i64", T.void,
+                                           [T.ptr, T.i8, T.i64, T.i1])
+                        e.call(memset, [gen._sh_aug(args[0], inst), ConstantInt(T.i8, 0),
+                                        A.args[2], ConstantInt(T.i1, 0)])
+                        gen.mem_kind[inst] = "int"
+                        return
                     if mem != "memset" and args[1] not in act.shadowed:
                         raise ADError(
                             "memcpy of pointers from memory without a shadow into memory "

@@ -1129,7 +1129,8 @@ class _Slot:
         for param, o, fields in self.copies:
             for f in fields:
                 const = (param.index, f) in act.const_fields \
-                    or (param.index, None) in act.const_fields
+                    or (param.index, None) in act.const_fields \
+                    or param not in act.shadowed    # (an enzyme_const struct by value)
                 yield self.fold(o + f), param in act.shadowed and not const, const
 
     def const_offsets(self, act) -> frozenset:
