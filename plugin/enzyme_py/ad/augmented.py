@@ -807,6 +807,9 @@ class AugmentedForward:
                     c.set_operand(0, gen._sh_aug(args[0], inst))
                     if mem != "memset":
                         c.set_operand(1, gen._sh_aug(args[1], inst))
+                    else:
+                        c.set_operand(1, ConstantInt(T.i8, 0))   # (what is written: no
+                        #                                          derivative, no pointer)
                     c.insert_after(A)
                 elif kind == "mixed":
                     self._aug_mixed_copy(inst, A)
@@ -1011,8 +1014,12 @@ class AugmentedForward:
         if len(kinds) == 1:
             raise ADError(f"memcpy/memset of {next(iter(kinds))} values is not supported",
                           location=self.ctx.err_loc(inst), hint="copy the values one by one")
-        if zeroing:
-            return "zero"    # fields of several types (a C++ object)
+        if mem == "memset":
+            # fields of several types (a C++ object) zeroed, or bytes of text written
+            # over an object the analysis cannot tell apart (std::string(n, 'k')'s
+            # characters in a pair beside a double): whatever the bytes were, what is
+            # written carries no derivative -- the shadow's bytes are zeroed
+            return "zero"
         if "ptr" in kinds and mem == "memcpy":
             # a struct with pointer and floating-point fields (``Holder h = {0, 2.0}``
             # copies a constant initialiser): the pointers' shadows are copied in the

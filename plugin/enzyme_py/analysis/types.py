@@ -570,9 +570,11 @@ def tree_float_fields(module, ptrs, nbytes, most=64, pointers=False):
     types = MemoryTypes.of(module, ptrs)
 
     def at(off, n):
+        # (characters a string keeps inline, at offsets not known, do not make a
+        # field at a fixed offset beside them unknown)
         out = set()
         for p in ptrs:
-            out |= types.kinds(p, off, n)
+            out |= types.kinds(p, off, n, text=False)
         return out
     other = {"int", "ptr"} if pointers else {"int"}
     runs, off, four = [], 0, False     # four: the last step was a 4-byte field

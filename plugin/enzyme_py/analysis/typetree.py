@@ -282,12 +282,15 @@ class MemoryTypes:
             and _function_of(u.user) in self._analysed for u in uses)
 
     # -- queries ------------------------------------------------------------------------
-    def kinds(self, p, offset=0, size=None, exclude=None) -> set:
+    def kinds(self, p, offset=0, size=None, exclude=None, text=True) -> set:
         """The kinds of the ``size`` bytes at ``p + offset`` (None: to the end of the
         object); an empty set where nothing is known (or ``p`` was not analysed).  For a
         value of a helper analysed per call site: the kinds in any of its contexts.
         ``exclude``: an access not to count (the one being asked about), or a tuple of
-        them (a load and the store that copies its value)."""
+        them (a load and the store that copies its value).  ``text=False``: without
+        the single bytes read or written at offsets not known (the characters of a
+        string kept inline in the object, ``anywhere``), for a question about the
+        fields at fixed offsets beside them."""
         out = set()
         ex = frozenset(exclude if isinstance(exclude, tuple) else
                        () if exclude is None else (exclude,))
@@ -300,8 +303,8 @@ class MemoryTypes:
                     if (not ex or srcs - ex) and (
                             anywhere or self._overlaps(root.period, o, nb, lo, size)):
                         out.add(kind)
-            out.update(kind for (kind, _), srcs in root.anywhere.items()
-                       if not ex or srcs - ex)
+            out.update(kind for (kind, nb), srcs in root.anywhere.items()
+                       if (not ex or srcs - ex) and (text or kind != "int" or nb != 1))
         return out
 
     def tree(self, p) -> str:
