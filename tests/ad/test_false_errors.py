@@ -2334,7 +2334,7 @@ def test_local_from_one_of_two_constant_templates(tmp_path, opt, valgrind):
 # stores never run; a caller passing a buffer that it reads back still gets one.  At
 # -O2 the stores to pos[i] and vel[i] become one store through a phi of the two
 # pointers, still refused.
-OPTIONAL_OUTPUT = r"""
+HELPER_OPTIONAL_OUTPUT = r"""
 __attribute__((noinline)) static void state(double t, double *pos, double *vel) {
     for (int i = 0; i < 3; i++) {
         double f = sin(t * (i + 1)), df = (i + 1) * cos(t * (i + 1));
@@ -2377,7 +2377,7 @@ int main(void) {
         "through a phi of the two pointers: a pointer without a shadow mixed with one "
         "that has one (refused)")))])
 def test_optional_output_every_caller_passes_as_null(tmp_path, opt):
-    run(tmp_path, OPTIONAL_OUTPUT, opt)
+    run(tmp_path, HELPER_OPTIONAL_OUTPUT, opt)
 
 
 # Round BV (darknet's `image`, passed by value everywhere): an enzyme_const struct

@@ -448,8 +448,13 @@ def test_double_copied_byte_by_byte_at_O0(tmp_path, opt):
 WORD_COPY = r"""
 #include <stdint.h>
 __attribute__((noinline)) static void copy(void *dst, const void *src, int bytes) {
+#ifdef INCREMENT            /* round BW: pointers advanced, -O2 unrolls nothing */
+    WORD *d = dst; const WORD *s = src; int n = bytes / (int)sizeof(WORD);
+    while (n--) *d++ = *s++;
+#else
     WORD *d = (WORD *)dst; const WORD *s = (const WORD *)src;
     for (int i = 0; i < bytes / (int)sizeof(WORD); i++) d[i] = s[i];
+#endif
 }
 double local(const double *x, int n) {
     double loc[2];
@@ -500,16 +505,92 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("word", ["int32_t", "int16_t"])
+@pytest.mark.parametrize("word", ["int32_t", "int16_t", "uint32_t -DINCREMENT"])
 @pytest.mark.parametrize("fn", ["local", "heap"])
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_doubles_copied_as_integer_words(tmp_path, opt, fn, word):
     want = "#define WANT0 2\n#define WANT1 1.5\n" if fn == "local" else \
         "#define WANT0 3\n#define WANT1 8\n"
-    source = f"#define WORD {word}\n#define FN {fn}\n#define REVERSE\n{want}" + WORD_COPY
+    word, _, flag = word.partition(" -D")
+    head = f"#define {flag}\n" if flag else ""
+    source = f"{head}#define WORD {word}\n#define FN {fn}\n#define REVERSE\n{want}" + WORD_COPY
     err = build_error(tmp_path, source, opt)
     assert "an integer-typed copy of memory that may hold floating-point values" in err
-    run(tmp_path, f"#define WORD {word}\n" + WORD_COPY, opt)
+    run(tmp_path, f"{head}#define WORD {word}\n" + WORD_COPY, opt)
+
+
+# Round BW: the same generic copy unrolled by -O2 into words at constant offsets (the
+# byte count a constant), and through a union's words -- 0, silently, at -O2 (and -O0
+# for the union).  Refused.  A CSR-style block of n ints followed by n doubles, whose int
+# array is copied word by word, builds: the block's doubles are not the words copied.
+UNROLLED_WORDS = r"""
+#include <stdint.h>
+__attribute__((noinline)) static void copy(void *dst, const void *src, int bytes) {
+#ifdef UNION
+    union w { double d; uint32_t w[2]; } *d = dst; const union w *s = src;
+    for (int i = 0; i < bytes / 8; i++) { d[i].w[0] = s[i].w[0]; d[i].w[1] = s[i].w[1]; }
+#else
+    int32_t *d = (int32_t *)dst; const int32_t *s = (const int32_t *)src;
+    for (int i = 0; i < bytes / 4; i++) d[i] = s[i];
+#endif
+}
+double f(const double *x) {
+    double a[2];
+    copy(a, x, sizeof a);
+    return a[0] * a[1];
+}
+int main(void) {
+    double x[2] = { 2, 3 }, dx[2] = { 0, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    check("rev", dx[0], 3); check("rev", dx[1], 2);
+    return fails;
+}
+"""
+
+INT_BLOCK_COPY = r"""
+#include <stdint.h>
+typedef struct { int n; int *idx; double *val; void *blk; } vec_t;
+__attribute__((noinline)) static void copy(void *dst, const void *src, int bytes) {
+    int32_t *d = (int32_t *)dst; const int32_t *s = (const int32_t *)src;
+    for (int i = 0; i < bytes / 4; i++) d[i] = s[i];
+}
+static vec_t *vec_alloc(int n) {      /* one block: n ints (padded to 8), then n doubles */
+    vec_t *A = malloc(sizeof *A);
+    size_t ib = (n * sizeof(int) + 7) & ~(size_t)7;
+    A->blk = malloc(ib + n * sizeof(double));
+    A->idx = A->blk; A->val = (double *)((char *)A->blk + ib); A->n = n;
+    return A;
+}
+double f(const double *x, const int *idx, int n) {
+    vec_t *W = vec_alloc(n);
+    for (int i = 0; i < n; i++) { W->idx[i] = idx[i]; W->val[i] = x[i]; }
+    vec_t *A = vec_alloc(n);
+    copy(A->idx, W->idx, n * sizeof(int));
+    for (int i = 0; i < n; i++) A->val[i] = W->val[i];
+    free(W->blk); free(W);
+    double s = A->val[A->idx[0]] * A->val[A->idx[1]] + A->val[A->idx[2]];
+    free(A->blk); free(A);
+    return s;
+}
+int main(void) {
+    double x[3] = { 2, 3, 5 }, dx[3] = { 0 }; int idx[3] = { 0, 1, 2 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, idx, enzyme_const, 3);
+    check("rev", dx[0], 3); check("rev", dx[1], 2); check("rev", dx[2], 1);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("union", [False, True], ids=["unrolled", "union"])
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_words_of_doubles_at_constant_offsets(tmp_path, opt, union):
+    err = build_error(tmp_path, ("#define UNION\n" if union else "") + UNROLLED_WORDS, opt)
+    assert "an integer-typed copy of memory that may hold floating-point values" in err
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_int_array_copied_word_by_word_in_a_block_with_doubles(tmp_path, opt):
+    run(tmp_path, INT_BLOCK_COPY, opt)
 
 
 @pytest.mark.parametrize("opt", OPTS)
@@ -523,7 +604,9 @@ def test_int_field_copied_word_by_word_beside_doubles(tmp_path, opt):
 # header-prefixed block the caller's free() then aborted on ("double free or
 # corruption"; Enzyme 15 right).  Its shadow is now a calloc block the reverse leaves
 # alone.  A block a helper stores into a struct that a destroy function frees later in
-# the same derivative call keeps the old rule (its shadow goes with the reverse).
+# the same derivative call keeps the old rule (its shadow goes with the reverse).  The
+# integers stored beside it (its length) reach the shadow struct too, as in Enzyme
+# (round BW: an owner flag left 0 there made the caller's free skip the shadow).
 ESCAPING_OUTPUT = r"""
 typedef struct { double *data; int n; } arr_T;
 double fill(const double *x, arr_T *y) {
@@ -564,6 +647,7 @@ int main(void) {
         for (int i = 0; i < 4; i++) dx[i] = 0;
         __enzyme_autodiff((void *)fill, enzyme_dup, x, dx, enzyme_dup, &y, &dy);
         for (int i = 0; i < 4; i++) check("fill", dx[i], 4 * x[i] * x[i] * x[i]);
+        check("shadow's length", dy.n, 4);  /* integers stored go to the shadow too */
         free(y.data);
         free(dy.data);
         arr_T w = { 0, 0 }, dw = { 0, 0 };

@@ -53,34 +53,84 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
-def word_of_float(load, p) -> bool:
-    """Whether the ``int32_t``/``int16_t`` word ``load`` reads (an element ``s[i]`` with
-    a variable index: a word loop) and ``p`` receives may be a piece of a float -- the
-    objects' kinds cannot say, the loop's own integers being among them (a generic
-    ``copy(void *dst, const void *src, int bytes)`` over doubles at -O0).  The declared
-    types of the objects at either end decide where they are seen (the first word,
-    ``i = 0``, inside a double; an ``int idx[4]`` field of a struct beside doubles is
-    integers); else the byte-offset analysis, where a wider float is found at exactly
-    those bytes.  (A 16-bit word is checked only this way: a ``short`` beside a double
-    in one object is common.)"""
-    from ..analysis.types import declared_kinds, pointee_kinds
-    g, w = load.operand(0), load.type.width
-    if w not in (16, 32) or not (isinstance(g, GEP) and g.source_type == load.type
-                                 and len(g.indices) == 1
-                                 and not isinstance(g.indices[0], ConstantInt)):
+def mirrored_integer(v, p) -> bool:
+    """Whether ``store v, p`` (``p`` with a shadow) writes an integer the shadow gets too,
+    as Enzyme does: a length, a capacity, a flag of a structure the derivative builds
+    in its shadow (MATLAB Coder's ``emxArray`` sizes and ``canFreeData``, which the
+    caller's ``emxFree`` of the shadow reads) -- where the byte-offset analysis finds
+    only integers in exactly those bytes (not a float's bits stored as an integer)."""
+    from ..analysis.types import function_of, pointee_kinds
+    fn = function_of(p)
+    if not (v.type.is_int and 8 <= v.type.width <= 64) or isinstance(v, (Undef, Poison)) \
+            or fn is None:
+        return False
+    return pointee_kinds(fn.parent, [p], v.type.width // 8) == {"int"}
+
+
+def word_of_float(load, p, exclude=()) -> bool:
+    """Whether the ``int32_t``/``int16_t`` word ``load`` reads and ``p`` receives may be
+    a piece of a wider float -- the objects' kinds cannot say, the copy's own integers
+    being among them (a generic ``copy(void *dst, const void *src, int bytes)`` over
+    doubles: an indexed loop, ``*d++ = *s++``, or unrolled by -O2 into words at
+    constant offsets; a union's words).  The declared types of the objects at either
+    end decide where they say one thing (``types.declared_kinds``, through the helper's
+    call sites: a ``double a[2]`` local, or an ``int idx[4]`` field of a struct beside
+    doubles, which is integers); else (heap blocks, an object of both at an offset not
+    known) the byte-offset analysis at exactly those bytes, without the copy's own
+    accesses and the program's other bit moves (``exclude``): a wider float there and
+    no integer, both ends addressed word by word (``_word_addressed``).  (A 16-bit word is checked only
+    this way: a ``short`` beside a double in one object is common.)"""
+    from ..analysis.types import declared_kinds, indexed_kinds, layout_kinds, pointee_kinds
+    w = load.type.width
+    if w not in (16, 32):
         return False
     wider = {"double"} if w == 32 else {"double", "float"}
     module = load.function.parent
     dl = module.datalayout
-    ends = [g.operand(0)]
-    if isinstance(p, GEP) and p.source_type == load.type and len(p.indices) == 1:
-        ends.append(p.operand(0))
     declared = set()
-    for e in ends:
-        declared |= declared_kinds(e, w // 8, dl)
-    if declared:
-        return bool(declared & wider)
-    return bool(pointee_kinds(module, [g, p], w // 8) & wider)
+    for q in (load.operand(0), p):
+        # the element a GEP into a struct or array type indexes (``m->sp[i][j]``)
+        got = indexed_kinds(q, w // 8, dl) or layout_kinds(q, w // 8, dl)
+        if got:
+            declared |= got
+            continue
+        # the first word of an indexed loop, ``s[i]`` at i = 0
+        if isinstance(q, GEP) and q.source_type == load.type and len(q.indices) == 1 \
+                and not isinstance(q.indices[0], ConstantInt):
+            q = q.operand(0)
+        declared |= declared_kinds(q, w // 8, dl)
+    declared.discard("unknown")     # (a union says nothing)
+    if declared and not declared & wider:
+        return False
+    if declared & wider and "int" not in declared:
+        return True
+    if not (_word_addressed(load.operand(0), w) and _word_addressed(p, w)):
+        return False
+    kinds = pointee_kinds(module, [load.operand(0), p], w // 8, exclude=tuple(exclude))
+    return bool(kinds & wider) and "int" not in kinds
+
+
+def _word_addressed(q, w) -> bool:
+    """Whether ``q`` addresses memory word by word: not at a byte offset computed at run
+    time (``p + off`` over ``i8``: a ``va_arg`` from the register save area, whose
+    integers and doubles the byte-offset analysis cannot keep apart), nor through a
+    pointer read from a ``va_list``."""
+    from ..analysis.activity import underlying_object
+    while True:
+        if isinstance(q, GEP):
+            if any(not isinstance(i, ConstantInt) for i in q.indices) \
+                    and not (q.source_type.is_int and q.source_type.width == w):
+                return False
+            q = q.operand(0)
+        elif isinstance(q, Cast) and q.opcode in ("bitcast", "addrspacecast"):
+            q = q.operand(0)
+        else:
+            break
+    if isinstance(q, Load):
+        lst = underlying_object(q.operand(0))
+        return not any(isinstance(u, Call) and (u.callee_name or "").startswith(
+            ("llvm.va_start", "llvm.va_copy")) for _, u in _users_through(lst, (GEP, Cast)))
+    return True
 
 
 def _bit_moves(functions) -> tuple:
@@ -173,7 +223,7 @@ def float_bytes_lost(v, p, act) -> bool:
         return False
     w = v.type.width
     if (w == 16 or _no_float_of_width(_int_copy_kinds([src], w), w)) \
-            and not word_of_float(v, p):
+            and not word_of_float(v, p, (v,) + tuple(v.users)):
         return False
     return p in shadowed or bool(memory_kinds([p]) & FLOAT_KINDS)
 
@@ -513,7 +563,8 @@ class AugmentedForward:
                     and not _text_byte(v) and not self._string_bytes(v, p):
                 w = v.type.width
                 kinds = {"int"} if w == 16 else _int_copy_kinds([v.operand(0), p], w)
-                if _no_float_of_width(kinds, w) and not word_of_float(v, p):
+                if _no_float_of_width(kinds, w) and not word_of_float(
+                        v, p, (v, inst) + self._bit_moves()):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
@@ -521,6 +572,9 @@ class AugmentedForward:
                         sv = Load(v.type, gen._sh_aug(v.operand(0), inst), align=v.align)
                         sv.insert_after(A)
                         Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
+                    elif mirrored_integer(v, p):
+                        Store(A.operand(0), gen._sh_aug(p, inst),
+                              align=inst.align).insert_after(A)
                     return
                 ty = self._float_copy(v, inst)
                 if ty is not None:
@@ -535,6 +589,8 @@ class AugmentedForward:
                 raise merged_copy_error(self.ctx.err_loc(inst))
             elif float_bytes_lost(v, p, self.act):
                 raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
+            elif mirrored_integer(v, p):
+                Store(A.operand(0), gen._sh_aug(p, inst), align=inst.align).insert_after(A)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \
                 and not (self.P in getattr(self.ctx, "entries", ())

@@ -37,7 +37,8 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
-from .augmented import float_bytes_lost, merged_copy_of_floats, null_at_every_call
+from .augmented import (float_bytes_lost, merged_copy_of_floats, mirrored_integer,
+                        null_at_every_call)
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
                      merged_copy_error, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error, check_copy_into_unshadowed,
@@ -445,6 +446,8 @@ class ForwardGen:
                 raise merged_copy_error(self.ctx.err_loc(inst))
             elif float_bytes_lost(v, p, act):
                 raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
+            elif mirrored_integer(v, p):
+                vals = [A.operand(0)] * len(self.S(p, inst))    # (a length, a flag)
             else:
                 return
             for x, s in zip(vals, self.S(p, inst)):

@@ -744,31 +744,44 @@ def layout_kinds(p, nbytes, datalayout):
     return out
 
 
-def declared_kinds(p, nbytes, datalayout, extra=0, depth=4) -> set:
+def declared_kinds(p, nbytes, datalayout, extra=0, depth=4, seen=None) -> set:
     """What the declared types of the objects ``p`` may point into say of the ``nbytes``
-    at ``p`` (+ ``extra``): ``p`` stripped of constant GEPs and casts down to an alloca or
-    a defined global (the leaf fields of its type overlapping those bytes), or down to a
-    parameter, followed into the arguments of its function's direct calls (``depth``
-    calls up).  A set over 'double', 'float', 'int', 'ptr'; empty where no declared type
-    is seen (heap memory, a pointer read from memory) -- unlike ``layout_kinds``, which
-    stops at its own function's values."""
+    at ``p`` (+ ``extra``; None: at an offset not known): ``p`` stripped of constant
+    GEPs and casts down to an alloca or a defined global (the leaf fields of its type
+    overlapping those bytes; of the whole type where the offset is not known), or down
+    to a parameter, followed into the arguments of its function's direct calls
+    (``depth`` calls up), or to a phi or select (a pointer advanced in a loop, ``*d++ =
+    *s++``: each value it merges, at an offset not known).  A set over 'double',
+    'float', 'int', 'ptr' ('unknown' for a union); empty where no declared type is seen
+    (heap memory, a pointer read from memory) -- unlike ``layout_kinds``, which stops at
+    its own function's values."""
     from .activity import base_offset
+    seen = set() if seen is None else seen
     root, off = base_offset(p, datalayout)
     out: set = set()
-    if off is None:
+    if root in seen:
         return out
-    off += extra
+    seen.add(root)
+    off = None if off is None or extra is None else off + extra
     ty = root.allocated_type if isinstance(root, Alloca) else \
         root.value_type if getattr(root, "is_global", False) \
         and not getattr(root, "is_declaration", True) else None
     if ty is not None:
-        _leaves(ty, 0, off, off + nbytes, datalayout, out)
+        if off is None:
+            _leaves(ty, 0, 0, datalayout.size_in_bytes(ty), datalayout, out)
+        else:
+            _leaves(ty, 0, off, off + nbytes, datalayout, out)
     elif isinstance(root, Argument) and depth and root.parent is not None:
         f = root.parent
         for u in f.uses:
             c = u.user
             if isinstance(c, Call) and c.called_function is f and root.index < len(c.args):
-                out |= declared_kinds(c.args[root.index], nbytes, datalayout, off, depth - 1)
+                out |= declared_kinds(c.args[root.index], nbytes, datalayout, off, depth - 1,
+                                      seen)
+    elif isinstance(root, (Phi, Select)):
+        vals = [v for v, _ in root.incoming] if isinstance(root, Phi) else root.operands[1:]
+        for v in vals:
+            out |= declared_kinds(v, nbytes, datalayout, None, depth, seen)
     return out
 
 
