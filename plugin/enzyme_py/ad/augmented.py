@@ -78,8 +78,9 @@ def word_of_float(load, p, exclude=()) -> bool:
     doubles, which is integers); else (heap blocks, an object of both at an offset not
     known) the byte-offset analysis at exactly those bytes, without the copy's own
     accesses and the program's other bit moves (``exclude``): a wider float there and
-    no integer, both ends addressed word by word (``_word_addressed``).  (A 16-bit word is checked only
-    this way: a ``short`` beside a double in one object is common.)"""
+    no integer, both ends addressed word by word (``_word_addressed``).  (A 16-bit
+    word is checked only this way: a ``short`` beside a double in one object is
+    common.)"""
     from ..analysis.types import declared_kinds, indexed_kinds, layout_kinds, pointee_kinds
     w = load.type.width
     if w not in (16, 32):
