@@ -290,6 +290,22 @@ double g(const double *x, int n) {
     for (struct rec *r = a; r < end; r++) s += r->w * r->f;
     return s;
 }
+/* round BW: two inlined erases from a heap array, the second at n / 2 */
+typedef struct { double w; float f; } rec2;
+static rec2 *rec2_erase(rec2 *p, rec2 *end) {
+    memmove(p, p + 1, (char *)end - (char *)(p + 1));
+    return end - 1;
+}
+double h(const double *x, int n) {
+    rec2 *a = malloc(n * sizeof(rec2)), *end = a + n;
+    for (int i = 0; i < n; i++) { a[i].w = x[i] * x[i]; a[i].f = (float)i; }
+    end = rec2_erase(a + 1, end);
+    end = rec2_erase(a + n / 2, end);
+    double s = 0;
+    for (rec2 *p = a; p != end; ++p) s += p->w * p->f;
+    free(a);
+    return s;
+}
 double f(const double *x, int n) {
     struct rec a[8];
     for (int i = 0; i < n; i++) { a[i].w = x[i] * x[i]; a[i].f = (float)(i + 1); a[i].id = i; }
@@ -312,6 +328,10 @@ int main(void) {
     /* records 1, 3, 4 survive, each weighted by its own f = i + 1 */
     for (int i = 0; i < 5; i++)
         check("distance", dg[i], i == 0 || i == 2 ? 0 : 2 * x[i] * (i + 1));
+    double dh[5] = { 0 };       /* records 0, 2, 4 survive (1 and 3 erased), f = i */
+    __enzyme_autodiff((void *)h, enzyme_dup, x, dh, enzyme_const, 5);
+    for (int i = 0; i < 5; i++)
+        check("two erases", dh[i], i == 1 || i == 3 ? 0 : 2 * x[i] * i);
     return fails;
 }
 """

@@ -1203,8 +1203,9 @@ def _element_size(n, depth=4):
     by a constant, through ``zext``/``sext``): the size of the elements of the array
     copied.  ``(n - 1) * S`` folds to ``n * S - S``, ``(n & ~1) * S`` to a mask of
     ``n * S``: a constant multiple of S added or subtracted, or a mask keeping a
-    power-of-two S's multiples, keep S; a difference the code divides exactly by S
-    is a multiple of it (``typetree.exact_multiple``)."""
+    power-of-two S's multiples, keep S, and so does the sum or difference of two
+    multiples of S; a difference the code divides exactly by S is a multiple of it
+    (``typetree.exact_multiple``)."""
     while isinstance(n, Cast) and n.opcode in ("zext", "sext"):
         n = n.operand(0)
     if not isinstance(n, BinaryOp) or not depth:
@@ -1218,6 +1219,11 @@ def _element_size(n, depth=4):
     if n.opcode in ("add", "sub") and isinstance(b, ConstantInt):
         s = _element_size(a, depth - 1)
         return s if s is not None and b.value % s == 0 else None
+    if n.opcode in ("add", "sub"):
+        # ``(n - k) * S`` folded to ``n * S - k * S`` (a second erase at -O2)
+        s = _element_size(a, depth - 1)
+        if s is not None and s == _element_size(b, depth - 1):
+            return s
     if n.opcode == "and" and isinstance(b, ConstantInt):
         s = _element_size(a, depth - 1)
         return s if s is not None and s & (s - 1) == 0 and b.value % s == 0 else None
