@@ -2414,3 +2414,39 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_constant_struct_by_value_handed_on_by_value(tmp_path, opt):
     run(tmp_path, CONST_IMAGE_BY_VALUE, opt)
+
+
+# Round BU: the same optional output in the function differentiated, passed as an
+# enzyme_const NULL, in a loop -O2 unrolls: the stores to pos[i] and vel[i] become one
+# store through a phi of the two pointers, refused as "a pointer without a shadow mixed
+# with pointers that have shadows".  A floating-point value may be written through such
+# a merge where the memory without a shadow is an output nothing here reads back (a
+# zeroed scratch slot takes the adjoint where vel is chosen).
+MERGED_OPTIONAL_OUTPUT = r"""
+__attribute__((noinline)) void state(double x, double *pos, double *vel) {
+    for (int i = 0; i < 2; i++) {
+        pos[i] = x * x * (i + 1);
+        if (vel) vel[i] = 2.0 * x * (i + 1);
+    }
+}
+int main(void) {
+    double p[2], dp[2] = { 1.0, 0.5 }, v[2];
+    double dx = __enzyme_autodiff_d((void *)state, enzyme_out, 3.0, enzyme_dup, p, dp,
+                                    enzyme_const, (double *)0);
+    check("rev", dx, 2 * 3.0 * 1 + 0.5 * 2 * 3.0 * 2);
+    double dp2[2] = { 1.0, 0.5 };
+    dx = __enzyme_autodiff_d((void *)state, enzyme_out, 3.0, enzyme_dup, p, dp2,
+                             enzyme_const, v);
+    check("rev, vel asked for", dx, 2 * 3.0 * 1 + 0.5 * 2 * 3.0 * 2);
+    check("vel", v[1], 12.0);
+    double t[2] = { 0, 0 };
+    __enzyme_fwddiff((void *)state, 3.0, 1.0, enzyme_dup, p, t, enzyme_const, (double *)0);
+    check("fwd", t[1], 2 * 3.0 * 2);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_optional_output_store_merged_with_a_shadowed_one(tmp_path, opt):
+    run(tmp_path, MERGED_OPTIONAL_OUTPUT, opt)

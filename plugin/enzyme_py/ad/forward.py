@@ -126,7 +126,8 @@ class ForwardGen:
         self.act = Activity(P, self.kinds, inactive=inactive,
                             shadow_globals=self.ctx.rctx.shadow_globals,
                             const_fields=getattr(self, "const_fields", frozenset()),
-                            own_args=getattr(self, "own_args", frozenset()))
+                            own_args=getattr(self, "own_args", frozenset()),
+                            entry=P in getattr(self.ctx.rctx, "entries", ()))
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1

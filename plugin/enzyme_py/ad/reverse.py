@@ -282,7 +282,8 @@ class ReverseGen:
                             shadow_globals=self.ctx.shadow_globals,
                             ret_active=self.ret_active,
                             const_fields=getattr(self, "const_fields", frozenset()),
-                            own_args=getattr(self, "own_args", frozenset()))
+                            own_args=getattr(self, "own_args", frozenset()),
+                            entry=P in getattr(self.ctx, "entries", ()))
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)

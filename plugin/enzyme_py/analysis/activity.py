@@ -132,8 +132,12 @@ class Activity:
     ``"out"`` (active by-value float)."""
 
     def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=(),
-                 ret_active=True, const_fields=frozenset(), own_args=frozenset()):
+                 ret_active=True, const_fields=frozenset(), own_args=frozenset(),
+                 entry=False):
         self.fn = fn
+        # the function a call site differentiates (its enzyme_const outputs are its
+        # caller's: ``write_only_argument``)
+        self.entry = entry
         # arguments whose shadow may be the primal memory (``_own_merges``)
         self.own_args = own_args
         self.own_merges = self.own_ptrs = self.own_sources = frozenset()
@@ -201,7 +205,16 @@ class Activity:
         for m in seeds:
             if m in ptrs:
                 continue
-            derived = _own_uses(m, dl)
+            # floating-point values may be written through the merge where the memory
+            # without a shadow is an enzyme_const output of the function differentiated
+            # that nothing here reads back (``if (vel) vel[i] = ...``, its store merged
+            # with the one to ``pos[i]`` by -O2): what lands there carries no derivative
+            vals = [v for v, _ in m.incoming] if isinstance(m, Phi) \
+                else m.operands[1:] if isinstance(m, Select) else []
+            floats = self.entry and bool(vals) and all(
+                v in self.shadowed or isinstance(v, Argument) and self.write_only_argument(v)
+                for v in vals if v.is_instruction or isinstance(v, Argument))
+            derived = _own_uses(m, dl, floats=floats)
             if derived is not None:
                 ptrs |= derived
                 merges |= {d for d in derived if isinstance(d, (Phi, Select))}
@@ -444,21 +457,22 @@ class Activity:
                 or call in self.active or call in self.shadowed
                 or self.touches_shadow_globals(call))
 
-    def write_only_argument(self, p) -> bool:
+    def write_only_argument(self, p, merges=True) -> bool:
         """Whether ``p`` points into an argument without a shadow that this function only
         stores values without pointers into (or copies memory into), or compares: an
         output the caller passed with ``enzyme_const`` (or as NULL: ``if (nrm) *nrm =
         ...``).  Nothing here reads
         it back (or only into itself: a running statistic), so what is stored there
         carries no derivative anywhere -- for the function a call site differentiates
-        (a callee's caller might read it)."""
+        (a callee's caller might read it).  ``merges``: through the phis and selects
+        of it too (-O2 merges the store to ``vel[i]`` with the one to ``pos[i]``)."""
         base = underlying_object(p)
         if not (getattr(base, "is_argument", False) and base.parent is self.fn
                 and base not in self.shadowed):
             return False
         derived: set = set()
         loads = []
-        for u in address_uses(base, derived):
+        for u in address_uses(base, derived, merges):
             user = u.user
             if isinstance(user, Store) and u.index == 1 and not has_pointer(user.operand(0).type):
                 continue
@@ -829,11 +843,12 @@ def address_uses(a, derived: set, merges: bool = False):
                 yield u
 
 
-def _own_uses(start, dl, depth=4):
+def _own_uses(start, dl, depth=4, floats=False):
     """``start`` and the pointers derived from it (GEPs, casts, phis, selects) when
     every use of them loads a value without pointers of at most 64 bytes, stores an
-    integer, compares, or passes it to a defined function whose parameter is used the
-    same way (``depth`` calls deep); else None (see ``Activity._own_merges``)."""
+    integer (``floats``: or a floating-point value), compares, or passes it to a defined
+    function whose parameter is used the same way (``depth`` calls deep); else None (see
+    ``Activity._own_merges``)."""
     from ..ir.module import Function
     derived, work = {start}, [start]
     while work:
@@ -856,7 +871,7 @@ def _own_uses(start, dl, depth=4):
                 # (floating-point values written there could be the constant data's:
                 # their derivative would be dropped where the check finds the primal)
                 x = user.operand(0).type
-                if has_pointer(x) or floatish(x) or dl.store_size(x) > 64:
+                if has_pointer(x) or floatish(x) and not floats or dl.store_size(x) > 64:
                     return None
             elif isinstance(user, Call) and u.index < user.num_args:
                 callee = user.called_function
@@ -864,7 +879,7 @@ def _own_uses(start, dl, depth=4):
                         or user.function_type.varargs or u.index >= len(callee.args):
                     return None
                 callee.materialize()
-                if _own_uses(callee.args[u.index], dl, depth - 1) is None:
+                if _own_uses(callee.args[u.index], dl, depth - 1, floats) is None:
                     return None
             else:
                 return None
