@@ -17,7 +17,11 @@ helpers -- see below):
   the two sides of a memcpy/memmove, all unify.
 - A GEP with a variable index (``p + 8*i``) makes the class *periodic* with the index's
   stride: offsets are known modulo the period (an array of 24-byte structs keeps its
-  three fields apart; an array of doubles is "every 8 bytes: double").  Except a byte
+  three fields apart; an array of doubles is "every 8 bytes: double").  An index some
+  instruction divides exactly (``ashr exact %bytes, 4``: a multiple of 16) steps by the
+  divisor, and an index that is the distance between two pointers at one offset of a
+  class (``result + (last - first)``) by that class's period, settled once every class
+  has its period.  Except a byte
   pointer (``p + n``, stride 1) used only to read and write single bytes -- the
   characters of a string kept inline in an object, ``buf[len] = 0``: its accesses are
   the class's *anywhere* facts, which every question about the class meets, and the
