@@ -24,7 +24,8 @@ helpers -- see below):
   has its period.  Except a byte
   pointer (``p + n``, stride 1) used only to read and write single bytes -- the
   characters of a string kept inline in an object, ``buf[len] = 0``: its accesses are
-  the class's *anywhere* facts, which every question about the class meets, and the
+  the class's *anywhere* facts, which every question about the class meets (but one
+  about fields at fixed offsets beside them, ``kinds(..., text=False)``), and the
   class keeps its offsets (folded with period 1, the fields of every object holding a
   string would have merged).
 - Each class records the kinds accessed at each offset ('double', 'float', 'int',
