@@ -631,11 +631,26 @@ class AugmentedForward:
         marked freed, for the reverse sweep to free it too."""
         from ..analysis.activity import underlying_object
         if inst.args and inst.args[0] in self.act.shadowed \
-                and isinstance(underlying_object(inst.args[0]), Load):
+                and isinstance(underlying_object(inst.args[0]), Load) \
+                and self._hands_blocks_to_caller():
             e = self.e
             e.position_before(A)
             e.call(self.gen._rt("__enzyme_py_escaping_mark"),
                    [self.gen._sh_aug(inst.args[0], inst)])
+
+    def _hands_blocks_to_caller(self) -> bool:
+        """Whether a function the same derivative call runs allocates a block it hands
+        to the caller (``_escapes``): only then are the program's frees recorded."""
+        from ..analysis.callgraph import run_together
+        memo = self.ctx.__dict__.setdefault("hands_blocks_to_caller", {})
+        if self.P not in memo:
+            same = run_together(self.P, getattr(self.ctx, "clone_of", {}).values(),
+                                getattr(self.ctx, "entries", ()))
+            memo[self.P] = any(
+                isinstance(i, Call) and (eff := call_effect(i.callee_name or "")) is not None
+                and eff.kind == "alloc" and eff.frees is None and eff.align is None
+                and _escapes(i) for f in same for i in f.instructions())
+        return memo[self.P]
 
     def _frees_loaded_pointers(self) -> bool:
         """Whether the differentiated functions free a pointer they read from memory (a
