@@ -53,18 +53,32 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
-def mirrored_integer(v, p) -> bool:
-    """Whether ``store v, p`` (``p`` with a shadow) writes an integer the shadow gets too,
-    as Enzyme does: a length, a capacity, a flag of a structure the derivative builds
-    in its shadow (MATLAB Coder's ``emxArray`` sizes and ``canFreeData``, which the
-    caller's ``emxFree`` of the shadow reads) -- where the byte-offset analysis finds
-    only integers in exactly those bytes (not a float's bits stored as an integer)."""
-    from ..analysis.types import function_of, pointee_kinds
-    fn = function_of(p)
-    if not (v.type.is_int and 8 <= v.type.width <= 64) or isinstance(v, (Undef, Poison)) \
-            or fn is None:
+def mirrored_integer(store) -> bool:
+    """Whether ``store`` (into memory with a shadow) writes an integer the shadow gets
+    too, as Enzyme does: a length, a capacity, a flag of a structure the derivative
+    builds in its shadow (MATLAB Coder's ``emxArray`` sizes and ``canFreeData``, which
+    the caller's ``emxFree`` of the shadow reads) -- where the declared layout of the
+    field written, or the store's TBAA type, says integer (not a float's bits stored as
+    an integer); else the byte-offset analysis of this round, where it is built and
+    has analysed the store's function (a new analysis for a value of derivative code in
+    a nested round would parse every function).  Only integers in those bytes."""
+    from ..analysis.types import indexed_kinds, layout_kinds, pointee_kinds, tbaa_kind
+    v, p = store.operand(0), store.operand(1)
+    if not (v.type.is_int and 8 <= v.type.width <= 64) or isinstance(v, (Undef, Poison)):
         return False
-    return pointee_kinds(fn.parent, [p], v.type.width // 8) == {"int"}
+    module = store.module
+    n = v.type.width // 8
+    got = indexed_kinds(p, n, module.datalayout) or layout_kinds(p, n, module.datalayout)
+    if got:
+        return got == {"int"}
+    tbaa = tbaa_kind(store, module)
+    if tbaa is not None:
+        return tbaa == "int"
+    from ..analysis.typetree import MemoryTypes
+    scope = module.__dict__.get("typetree_scope")
+    built = MemoryTypes._built.get(module)
+    return scope is not None and built is not None and built._scope is scope \
+        and store.function in built._analysed and pointee_kinds(module, [p], n) == {"int"}
 
 
 def word_of_float(load, p, exclude=()) -> bool:
@@ -573,7 +587,7 @@ class AugmentedForward:
                         sv = Load(v.type, gen._sh_aug(v.operand(0), inst), align=v.align)
                         sv.insert_after(A)
                         Store(sv, gen._sh_aug(p, inst), align=inst.align).insert_after(sv)
-                    elif mirrored_integer(v, p):
+                    elif mirrored_integer(inst):
                         Store(A.operand(0), gen._sh_aug(p, inst),
                               align=inst.align).insert_after(A)
                     return
@@ -590,7 +604,7 @@ class AugmentedForward:
                 raise merged_copy_error(self.ctx.err_loc(inst))
             elif float_bytes_lost(v, p, self.act):
                 raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
-            elif mirrored_integer(v, p):
+            elif mirrored_integer(inst):
                 Store(A.operand(0), gen._sh_aug(p, inst), align=inst.align).insert_after(A)
         elif v in self.act.active and p not in self.act.unshadowed_locals \
                 and not (self.ctx.hooks and self.ctx.hooks.inactive_store(p)) \

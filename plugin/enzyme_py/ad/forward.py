@@ -447,7 +447,7 @@ class ForwardGen:
                 raise merged_copy_error(self.ctx.err_loc(inst))
             elif float_bytes_lost(v, p, act):
                 raise merged_copy_error(self.ctx.err_loc(inst), lost=True)
-            elif mirrored_integer(v, p):
+            elif mirrored_integer(inst):
                 vals = [A.operand(0)] * len(self.S(p, inst))    # (a length, a flag)
             else:
                 return
