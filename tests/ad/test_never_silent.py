@@ -809,6 +809,54 @@ def test_blocks_the_program_may_free_before_returning(tmp_path, opt, k, valgrind
             out.stdout + out.stderr
 
 
+# Round BX (a Poisson copy-number HMM, a Wright-Fisher likelihood): a log-pmf guarded
+# against a zero rate (`if (lambda <= 0) return k == 0 ? 0 : -INFINITY;`) inside loops.
+# clang -O1 and up knows `log` cannot set errno past the guard, makes it `llvm.log` and
+# hoists it into the loop's preheader, where it is computed at lambda = 0 too; its
+# adjoint there is 0 and the rule made it 0 * (1 / 0) = NaN -- the whole gradient NaN,
+# silently (Enzyme 15, whose LLVM does not hoist it, right).  A value used only on
+# paths its block may not take contributes exactly zero for a zero adjoint.
+GUARDED_LOG = r"""
+static double poisson_logpmf(int k, double lambda) {
+    if (lambda <= 0.0) return k == 0 ? 0.0 : -INFINITY;
+    return k * log(lambda) - lambda;
+}
+double f(double d, const int *counts, int nbin) {
+    double r = 0;
+    for (int b = 0; b < nbin; b++)
+        for (int c = 0; c < 2; c++) r += exp(poisson_logpmf(counts[b], d * c));
+    return r;
+}
+static double binom_logpmf(int k, int n, double p) {
+    if (p <= 0.0) return k == 0 ? 0.0 : -INFINITY;
+    return k * log(p) + (n - k) * log1p(-p);
+}
+double g(double s, int N) {
+    double r = 0.0;
+    for (int i = 0; i <= 1; i++) {
+        double p = i * s;
+        for (int j = 0; j <= N; j++) r += exp(binom_logpmf(j, N, p)) * j;
+    }
+    return r;
+}
+int main(void) {
+    int counts[2] = { 1, 0 };
+    double h = 1e-6;
+    check("poisson", __enzyme_autodiff_d((void *)f, enzyme_out, 2.0, enzyme_const, counts,
+                                          enzyme_const, 2),
+          (f(2 + h, counts, 2) - f(2 - h, counts, 2)) / (2 * h));
+    check("binomial", __enzyme_autodiff_d((void *)g, enzyme_out, 0.25, enzyme_const, 2),
+          1.5);     /* (no binomial coefficient) p (1 - p) + 2 p^2: 1 + 2p */
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_log_hoisted_out_of_its_guard(tmp_path, opt):
+    run(tmp_path, GUARDED_LOG, opt)
+
+
 # ---------------------------------------------------------------------------- atomics
 
 ATOMIC = r"""

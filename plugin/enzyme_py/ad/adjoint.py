@@ -44,6 +44,41 @@ def select_arms_only(blocks) -> set:
     return spec
 
 
+def branch_speculated(cfg) -> set:
+    """The instructions whose every use is on a path their own block may not take: the
+    user's block (for a phi, the incoming edge's block) does not post-dominate theirs
+    -- LLVM hoisted them out of a guard (``if (lambda <= 0) return ...; k * log(lambda)``
+    becomes ``llvm.log`` in the loop's preheader, computed at ``lambda = 0`` too) -- or
+    every user is such an instruction.  Where the guarded path is not taken their
+    adjoint is zero, which ``log``'s rule would turn into 0 * inf = NaN (round BX)."""
+    from ..analysis.cfg import post_dominators
+    from ..ir.instructions import Phi
+    pdom = post_dominators(cfg)
+    insts = [i for b in cfg.rpo for i in b.instructions if i.uses and not i.type.is_void]
+    spec = set()
+    for i in insts:
+        home = i.parent
+        blocks = []
+        for u in i.uses:
+            user = u.user
+            if user.is_debug_use:
+                continue
+            if isinstance(user, Phi):
+                blocks.append(user.operand(u.index + 1))    # (value, block) pairs
+            else:
+                blocks.append(user.parent)
+        if blocks and all(ub is not home and not pdom.dominates(ub, home) for ub in blocks):
+            spec.add(i)
+    changed = True
+    while changed:
+        changed = False
+        for i in insts:
+            if i not in spec and all(u.user in spec or u.user.is_debug_use for u in i.uses):
+                spec.add(i)
+                changed = True
+    return spec
+
+
 def _poison_lanes(v) -> bool:
     """Whether the constant ``v`` is a vector with a poison or undef lane."""
     if isinstance(v, (Poison, Undef)):
@@ -94,7 +129,8 @@ class AdjointSweep:
         write back what undone stores had left."""
         gen, e = self.gen, self.e
         self.dphi = {}
-        self.speculated = select_arms_only(self.cfg.rpo) | poison_lane_users(self.cfg.rpo)
+        self.speculated = select_arms_only(self.cfg.rpo) | poison_lane_users(self.cfg.rpo) \
+            | branch_speculated(self.cfg)
         self.replays = {}       # undone store -> (slot, address slot, type)
         for b in reversed(self.cfg.rpo):
             e.position_at_end(gen.rbody[b])
@@ -228,7 +264,8 @@ class AdjointSweep:
         that may discard it -- LLVM flattens ``c ? 0 : a*b / (a+b)`` into a select that
         computes the division whatever ``c`` is, and where the select discards it (a = b
         = 0, a flux limiter at a flat state) its adjoint is 0, which the division's rule
-        would turn into 0/0 = NaN."""
+        would turn into 0/0 = NaN -- or only for a path it may not take
+        (``branch_speculated``)."""
         return self.ctx.strong_zero or inst in self.speculated
 
     # the value instructions: the adjoint ``d`` of an active result goes to the operands
