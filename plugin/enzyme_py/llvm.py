@@ -222,8 +222,54 @@ def optimize(mod, options: PipelineOptions = PipelineOptions()) -> None:
 
 
 # a call to an __enzyme_* entry point passing an argument byval: ``byval(%struct.T)``
-_ENZYME_BYVAL = re.compile(r"^(\s*(?:%\S+ = )?(?:tail |notail |musttail )?call [^\n]*"
-                           r"@__enzyme_\w+\([^\n]*)$", re.M)
+_ENZYME_BYVAL = re.compile(r"^(\s*(?:%\S+ = )?(?:tail |notail |musttail )?(?:call|invoke) "
+                           r"[^\n]*@__enzyme_\w+\([^\n]*)$", re.M)
+
+
+_BYVAL_ARG = re.compile(r"byval\((%[^)]+|\{[^}]*\})\) align (\d+) (%[\w.]+)")
+_COPY_INTO = re.compile(r"call void @llvm\.memcpy\.p0\.p0\.i64\(ptr (?:noundef )?align \d+ "
+                        r"(%[\w.]+), ptr (?:noundef )?align \d+ (%[\w.]+), i64 \d+, i1 false\)")
+
+
+def _by_reference(text: str) -> str:
+    """``text`` with the structs ``__enzyme_*`` calls take ``byval`` passed ``byref``,
+    each the object itself where clang copied it into a temporary just for the call
+    (C++ passes a named struct through a ``memcpy`` into an ``agg.tmp``): the adjoint
+    must land in the caller's ``dL``, not in the temporary."""
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        if not _ENZYME_BYVAL.match(line) or "byval(" not in line:
+            continue
+        start = k
+        while start > 0 and not lines[start].startswith("define"):
+            start -= 1
+        end = k
+        while end < len(lines) - 1 and lines[end] != "}":
+            end += 1
+        body = lines[start:end]
+
+        def arg(m, body=body, call=line):
+            return f"byref({m.group(1)}) align {m.group(2)} " \
+                   f"{_temporary_of(m.group(3), body, call) or m.group(3)}"
+        lines[k] = _BYVAL_ARG.sub(arg, line)
+    return "\n".join(lines)
+
+
+def _temporary_of(x: str, body: list, call: str) -> str | None:
+    """The struct the local ``x`` is a copy of, where ``body`` (a function's lines) uses
+    ``x`` only to define it, mark its lifetime, ``memcpy`` one struct into it and pass it
+    in ``call``; else None."""
+    token = re.compile(re.escape(x) + r"(?![\w.])")
+    src = None
+    for line in body:
+        if not token.search(line) or line is call:
+            continue
+        got = _COPY_INTO.search(line)
+        if got and got.group(1) == x and src is None:
+            src = got.group(2)
+        elif not (line.lstrip().startswith(x + " = alloca") or "llvm.lifetime." in line):
+            return None
+    return src
 
 
 def enzyme_calls_by_value(data: bytes) -> bool:
@@ -254,7 +300,7 @@ def prelink(data: bytes, level: int, choose=None, by_reference=False) -> bytes |
     changed = 0
     if by_reference:
         text = str(mod)
-        new = _ENZYME_BYVAL.sub(lambda m: m.group(1).replace("byval(", "byref("), text)
+        new = _by_reference(text)
         if new != text:
             mod = parse_assembly(new, "the unoptimised bitcode with by-reference structs")
             changed += 1
