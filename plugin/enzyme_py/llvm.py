@@ -294,8 +294,8 @@ def prelink(data: bytes, level: int, choose=None, by_reference=False) -> bytes |
     ``byval`` argument is a copy: clang folds the caller's later reads of ``dL.scale``
     to the value before the call, or passes a constant in read-only data).  Then run
     the ``-O<level>`` pipeline without vectorisation and unrolling (as clang's
-    pre-link pipeline leaves it).  Returns the optimised bitcode, or None when there is
-    nothing to do."""
+    pre-link pipeline leaves it; at level 0 only the always-inliner, as clang -O0).
+    Returns the optimised bitcode, or None when there is nothing to do."""
     mod = parse_bitcode(data, "the unoptimised bitcode")
     changed = 0
     if by_reference:

@@ -518,10 +518,7 @@ def _args_for(e, site, kinds_fn, loc, lane=None):
                                if pty.is_pointer else e.load(pty, q))
             else:
                 for k in lanes:
-                    sh = bnd.shadows[k]
-                    if attr_type(fn.args[bnd.index], "byval") is not None and not byval:
-                        sh = _copied_from(sh, site.call)    # the caller's struct itself
-                    s = _coerce(e, sh, sty, loc)
+                    s = _coerce(e, bnd.shadows[k], sty, loc)
                     out.append(_private_copy(e, site, s, byval) if byval else s)
     return out
 
@@ -543,28 +540,6 @@ def _guard_distinct(e, site, loc) -> None:
         e.call(alias_guard(site.call.module),
                [_coerce(e, value[i], T.ptr, loc), _coerce(e, value[j], T.ptr, loc),
                 _string(site.call.module, msg), ConstantInt(T.i64, len(msg.encode()))])
-
-
-def _copied_from(p, call):
-    """The struct a temporary ``p`` is a copy of, where the caller made the temporary only
-    to pass it by value to ``call`` (C++ and C copy an lvalue struct into an ``agg.tmp``
-    with a ``memcpy`` first, at -O0): the adjoint then goes to the caller's struct, as
-    Enzyme's does; else ``p``."""
-    from ..ir.instructions import Alloca
-    if not isinstance(p, Alloca):
-        return p
-    src = None
-    for u in p.uses:
-        user = u.user
-        name = getattr(user, "callee_name", None) or ""
-        if user is call or getattr(user, "is_debug_use", False) \
-                or name.startswith("llvm.lifetime."):
-            continue
-        if name.startswith("llvm.memcpy.") and u.index == 0 and src is None:
-            src = user.args[1]
-            continue
-        return p
-    return src if src is not None and not _constant_data(src) else p
 
 
 def _constant_data(p) -> bool:

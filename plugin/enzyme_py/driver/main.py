@@ -386,16 +386,18 @@ class Driver:
         Otherwise clang's inliner would copy such a function's body into its callers
         and the AD pass would differentiate the body instead of using the rule or
         leaving the call inactive.  So is a unit passing a struct by value to an
-        ``__enzyme_*`` call, which goes by reference instead (see ``llvm.prelink``)."""
+        ``__enzyme_*`` call, which goes by reference instead (see ``llvm.prelink``), at
+        every level (-O0 included: the AD pass then sees the same calls at every level)."""
         from ..ad.registry import MARKERS, Registry
         from ..ir import parse_module
 
         self.call(self.compile_command(src, out, bitcode_only, dep_target))
         speed = self.args.opt_level[0]
-        if speed == 0 or src.lang in ("assembler", "assembler-with-cpp"):
+        if src.lang in ("assembler", "assembler-with-cpp"):
             return
         data = _read(out)
-        rules = any(m in data for m in MARKERS)
+        # (at -O0 clang inlines nothing: the rules' functions stay out of line anyway)
+        rules = speed > 0 and any(m in data for m in MARKERS)
         by_value = b"__enzyme_" in data and llvm.enzyme_calls_by_value(
             bitcode.extract(data, out) or b"")
         if not (rules or by_value):
