@@ -250,17 +250,21 @@ def null_at_every_call(p, fn, act, ctx) -> bool:
     stores never run.  (``ctx``: the reverse-mode context, with the entries and the
     functions' copies.)"""
     from ..analysis.activity import underlying_object
-    from ..analysis.callgraph import run_together
     base = underlying_object(p)
-    entries = getattr(ctx, "entries", ())
     if not (isinstance(base, Argument) and base.parent is fn and base not in act.shadowed) \
-            or fn in entries:
+            or fn in getattr(ctx, "entries", ()):
         return False
-    calls = [i for f in run_together(fn, getattr(ctx, "clone_of", {}).values(), entries)
-             for i in f.instructions()
+    calls = [i for f in _run_together(fn, ctx) for i in f.instructions()
              if isinstance(i, (Call, Invoke)) and i.called_function is fn]
     return bool(calls) and all(base.index < len(c.args)
                                and isinstance(c.args[base.index], ConstantNull) for c in calls)
+
+
+def _run_together(fn, ctx) -> set:
+    """The functions the derivative call differentiating ``fn`` runs (``ctx``: the
+    reverse-mode context, with the entries and the functions' copies)."""
+    from ..analysis.callgraph import run_together
+    return run_together(fn, getattr(ctx, "clone_of", {}).values(), getattr(ctx, "entries", ()))
 
 
 def _escapes(alloc, depth=3) -> bool:
@@ -655,16 +659,10 @@ class AugmentedForward:
     def _hands_blocks_to_caller(self) -> bool:
         """Whether a function the same derivative call runs allocates a block it hands
         to the caller (``_escapes``): only then are the program's frees recorded."""
-        from ..analysis.callgraph import run_together
-        memo = self.ctx.__dict__.setdefault("hands_blocks_to_caller", {})
-        if self.P not in memo:
-            same = run_together(self.P, getattr(self.ctx, "clone_of", {}).values(),
-                                getattr(self.ctx, "entries", ()))
-            memo[self.P] = any(
-                isinstance(i, Call) and (eff := call_effect(i.callee_name or "")) is not None
-                and eff.kind == "alloc" and eff.frees is None and eff.align is None
-                and _escapes(i) for f in same for i in f.instructions())
-        return memo[self.P]
+        return self._runs_any("hands_blocks_to_caller", lambda i: (
+            isinstance(i, Call) and (eff := call_effect(i.callee_name or "")) is not None
+            and eff.kind == "alloc" and eff.frees is None and eff.align is None
+            and _escapes(i)))
 
     def _frees_loaded_pointers(self) -> bool:
         """Whether the differentiated functions free a pointer they read from memory (a
@@ -672,16 +670,18 @@ class AugmentedForward:
         may then be freed later in the same derivative call, and its shadow must go at
         the reverse of its allocation, as any other."""
         from ..analysis.activity import underlying_object
-        from ..analysis.callgraph import run_together
         from ..analysis.effects import FREE_NAMES
-        memo = self.ctx.__dict__.setdefault("frees_loaded_pointers", {})
+        return self._runs_any("frees_loaded_pointers", lambda i: (
+            isinstance(i, Call) and (i.callee_name or "") in FREE_NAMES and i.args
+            and isinstance(underlying_object(i.args[0]), Load)))
+
+    def _runs_any(self, key, pred) -> bool:
+        """Whether ``pred`` holds for an instruction of a function the same derivative
+        call runs (``_run_together``), memoised per function under ``key``."""
+        memo = self.ctx.__dict__.setdefault(key, {})
         if self.P not in memo:
-            same = run_together(self.P, getattr(self.ctx, "clone_of", {}).values(),
-                                getattr(self.ctx, "entries", ()))
-            memo[self.P] = any(
-                isinstance(i, Call) and (i.callee_name or "") in FREE_NAMES and i.args
-                and isinstance(underlying_object(i.args[0]), Load)
-                for f in same for i in f.instructions())
+            memo[self.P] = any(pred(i) for f in _run_together(self.P, self.ctx)
+                               for i in f.instructions())
         return memo[self.P]
 
     def _shadow_block(self, size, align=None):
