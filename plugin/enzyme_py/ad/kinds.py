@@ -371,8 +371,7 @@ def _float_bits(value, act, moved_only=False, limit=32, unknown=False) -> bool:
             work.append((v.operand(0), True))
         elif isinstance(v, (I.Phi, I.Select, I.Freeze)):
             work.extend((o, through) for o in (
-                [x for x, _ in v.incoming] if isinstance(v, I.Phi) else v.operands[1:]
-                if isinstance(v, I.Select) else v.operands))
+                v.merged if isinstance(v, (I.Phi, I.Select)) else v.operands))
         elif isinstance(v, (I.ShuffleVector, I.InsertElement)):
             # integer lanes moved (a splat of a double's bits as <2 x i64>; Eigen's
             # movddup as a shuffle of <4 x i32> halves): no derivative follows them

@@ -532,7 +532,7 @@ def _float_merge_web(start, fty, limit=64):
         web.append(v)
         if len(web) > limit:
             return None
-        for x in ([x for x, _ in v.incoming] if isinstance(v, Phi) else v.operands[1:]):
+        for x in v.merged:
             if isinstance(x, (Phi, Select)) and x.type == v.type:
                 work.append(x)
             elif isinstance(x, Cast) and x.opcode == "bitcast" and x.operand(0).type == fty:

@@ -176,7 +176,7 @@ class Activity:
         # the pointers without a shadow those merges choose: their "shadow" is themselves
         self.own_sources = frozenset(
             v for m in self.own_merges
-            for v in ([x for x, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:])
+            for v in m.merged
             if v not in self.shadowed and (v.is_instruction or isinstance(v, Argument)))
 
     def _own_merges(self, insts):
@@ -198,7 +198,7 @@ class Activity:
         seeds = [a for a in self.fn.args if a.index in self.own_args and a in self.shadowed]
         for m in insts:
             if isinstance(m, (Phi, Select)) and m.type.is_pointer and m in self.shadowed:
-                vals = [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]
+                vals = m.merged
                 if any(v not in self.shadowed and (v.is_instruction or isinstance(v, Argument))
                        for v in vals):
                     seeds.append(m)
@@ -209,8 +209,7 @@ class Activity:
             # without a shadow is an enzyme_const output of the function differentiated
             # that nothing here reads back (``if (vel) vel[i] = ...``, its store merged
             # with the one to ``pos[i]`` by -O2): what lands there carries no derivative
-            vals = [v for v, _ in m.incoming] if isinstance(m, Phi) \
-                else m.operands[1:] if isinstance(m, Select) else []
+            vals = m.merged if isinstance(m, (Phi, Select)) else []
             floats = self.entry and bool(vals) and all(
                 v in self.shadowed or isinstance(v, Argument) and self.write_only_argument(v)
                 for v in vals if v.is_instruction or isinstance(v, Argument))
@@ -375,7 +374,7 @@ class Activity:
             if isinstance(i, (GEP, Cast)):
                 return "shadow" if ops[0] in self.shadowed else None
             if isinstance(i, (Phi, Select)):
-                vals = [v for v, _ in i.incoming] if isinstance(i, Phi) else ops[1:]
+                vals = i.merged
                 return "shadow" if any(v in self.shadowed for v in vals) else None
             if isinstance(i, Load):
                 return "shadow" if ops[0] in self.shadowed \
@@ -660,7 +659,7 @@ class Activity:
             return v.operand(0) in self.shadowed \
                 and self.may_hold_shadowed_pointers(v.operand(0))
         if isinstance(v, (Phi, Select)):
-            vals = [x for x, _ in v.incoming] if isinstance(v, Phi) else v.operands[1:]
+            vals = v.merged
             return any(self._aggregate_has_shadow(x, depth + 1) for x in vals)
         if isinstance(v, Call):
             return True   # a struct from another call: assume it may
@@ -955,7 +954,7 @@ def _merged_with(derived):
     """The values outside ``derived`` that its phis and selects choose between."""
     for m in list(derived):
         if isinstance(m, (Phi, Select)):
-            for x in [v for v, _ in m.incoming] if isinstance(m, Phi) else m.operands[1:]:
+            for x in m.merged:
                 if x not in derived:
                     yield x
 

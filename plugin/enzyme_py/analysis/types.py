@@ -779,7 +779,7 @@ def declared_kinds(p, nbytes, datalayout, extra=0, depth=4, seen=None) -> set:
                 out |= declared_kinds(c.args[root.index], nbytes, datalayout, off, depth - 1,
                                       seen)
     elif isinstance(root, (Phi, Select)):
-        vals = [v for v, _ in root.incoming] if isinstance(root, Phi) else root.operands[1:]
+        vals = root.merged
         for v in vals:
             out |= declared_kinds(v, nbytes, datalayout, None, depth, seen)
     return out

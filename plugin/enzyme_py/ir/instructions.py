@@ -250,6 +250,11 @@ class Select(Instruction):
         super().__init__(a.type, [cond, a, b], name)
         self.flags = list(flags)
 
+    @property
+    def merged(self) -> list[Value]:
+        """The values the select chooses between (as ``Phi.merged``)."""
+        return self.operands[1:]
+
     def _print(self, p):
         return _j("select", *self.flags, ", ".join(p.tv(v) for v in self.operands))
 
@@ -279,6 +284,11 @@ class Phi(Instruction):
     def incoming(self) -> list[tuple[Value, Value]]:
         ops = self._ops
         return [(ops[i].value, ops[i + 1].value) for i in range(0, len(ops), 2)]
+
+    @property
+    def merged(self) -> list[Value]:
+        """The incoming values (as ``Select.merged``), without their blocks."""
+        return [self._ops[i].value for i in range(0, len(self._ops), 2)]
 
     def add_incoming(self, value, block) -> None:
         self.append_operand(value)
