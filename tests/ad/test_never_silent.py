@@ -692,6 +692,59 @@ def test_block_allocated_for_the_caller_keeps_its_shadow(tmp_path, opt, valgrind
     run(tmp_path, ESCAPING_OUTPUT, opt, valgrind)
 
 
+# An allocation wrapper that makes both the caller's output and temporaries the program
+# frees (directly or through a free_vec): the wrapper's shadow was a pool block the
+# reverse freed, the caller's free(dy.data) then aborted at -O1 and up.  Whether each
+# block was freed is now known at run time (runtime_escape), as for blocks that code
+# freeing loaded pointers hands on.
+WRAPPER_FOR_OUTPUTS_AND_TEMPORARIES = r"""
+typedef struct { int n; double *data; } vec;
+__attribute__((noinline)) static double *alloc_vec(int n) { return malloc(n * sizeof(double)); }
+__attribute__((noinline)) static void free_vec(double *p) { free(p); }
+__attribute__((noinline)) void model(const double *x, int n, vec *y) {
+    double *tmp = alloc_vec(n), *tmp2 = alloc_vec(n);
+    for (int i = 0; i < n; i++) { tmp[i] = sin(x[i]); tmp2[i] = x[i] * tmp[i]; }
+    y->n = n;
+    y->data = alloc_vec(n);
+    for (int i = 0; i < n; i++) y->data[i] = tmp2[i] + tmp[i];
+    free(tmp);
+    free_vec(tmp2);
+}
+double loss(const double *x, int n) {
+    vec y;
+    model(x, n, &y);
+    double s = 0;
+    for (int i = 0; i < y.n; i++) s += y.data[i] * y.data[i];
+    free(y.data);
+    return s;
+}
+void outer(const double *x, int n, vec *y) { model(x, n, y); }
+int main(void) {
+    double x[3] = { 0.3, 0.5, 0.7 };
+    for (int rep = 0; rep < 2; rep++) {
+        double dx[3] = { 0 }, g[3] = { 0 };
+        __enzyme_autodiff((void *)loss, enzyme_dup, x, dx, enzyme_const, 3);
+        for (int i = 0; i < 3; i++) {
+            double a = (x[i] + 1) * sin(x[i]), da = sin(x[i]) + (x[i] + 1) * cos(x[i]);
+            check("loss", dx[i], 2 * a * da);
+        }
+        vec y = { 0, 0 }, dy = { 0, 0 };
+        __enzyme_autodiff((void *)outer, enzyme_dup, x, g, enzyme_const, 3,
+                          enzyme_dup, &y, &dy);
+        for (int i = 0; i < 3; i++) dy.data[i] = 1.0;   /* seed after the call: unused */
+        free(y.data);
+        free(dy.data);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_allocation_wrapper_for_outputs_and_temporaries(tmp_path, opt, valgrind):
+    run(tmp_path, WRAPPER_FOR_OUTPUTS_AND_TEMPORARIES, opt, valgrind)
+
+
 # MATLAB Coder's emxEnsureCapacity (round BS p20) and a linked list built and partly
 # popped inside the derivative call: blocks stored into the caller's structures while
 # the code also frees pointers it reads from memory.  Which of them the program frees

@@ -267,31 +267,37 @@ def _run_together(fn, ctx) -> set:
     return run_together(fn, getattr(ctx, "clone_of", {}).values(), getattr(ctx, "entries", ()))
 
 
-def _escapes(alloc, depth=3) -> bool:
+def _escapes(alloc, depth=3) -> str:
     """Whether the block ``alloc`` returns is stored into memory of its function's
     arguments or of a global (an output array allocated inside: MATLAB Coder's output
     ``emxArray``) and never freed in its function: the caller may own it after the
     call (``AugmentedForward._frees_loaded_pointers`` says whether nothing else frees
     it).  A block returned (an allocation wrapper, ``double *alloc_vec(int n)``)
-    escapes where it does so from every direct call of its function, ``depth`` calls
-    up."""
+    escapes where it does so from a direct call of its function, ``depth`` calls up:
+    ``"all"`` where every such call hands it on, ``"some"`` where others do not (the
+    wrapper also makes temporaries: whether the program frees the block is then known
+    at run time only), ``""`` where it does not escape."""
     from ..analysis.activity import underlying_object
     from ..analysis.effects import FREE_NAMES
-    stored = False
+    stored = ""
     for x, u in _users_through(alloc, (GEP, Cast, Phi, Select)):
         if isinstance(u, Store) and u.operand(0) is x:
             base = underlying_object(u.operand(1))
             if isinstance(base, Argument) or getattr(base, "is_global", False):
-                stored = True
+                stored = stored or "all"
         elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
-            return False
+            return ""
         elif isinstance(u, Ret) and u.value is x:
             f = u.function
             calls = [c.user for c in f.uses]
             if not (depth and calls and all(isinstance(c, Call) and c.called_function is f
-                                            and _escapes(c, depth - 1) for c in calls)):
-                return False
-            stored = True
+                                            for c in calls)):
+                return ""
+            up = {_escapes(c, depth - 1) for c in calls}
+            if up == {"all"}:
+                stored = stored or "all"
+            elif up != {""}:
+                stored = "some"
     return stored
 
 
@@ -542,12 +548,13 @@ class AugmentedForward:
                 # caller's to free, with free(), as the block is -- a block of the C
                 # library's, which the reverse sweep leaves alone.  Where the code frees
                 # pointers it reads from memory (a second growth frees the first new
-                # block), whether the program freed it is recorded at run time
+                # block), or an allocation wrapper also makes temporaries the program
+                # frees, whether the program freed it is recorded at run time
                 # (``runtime_escape``) and the reverse sweep frees the shadow if so
                 calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
                 S = e.call(calloc, [ConstantInt(T.i64, 1), written(e, None, eff.size, args, A)])
                 gen.escaping_blocks.add(inst)
-                if self._frees_loaded_pointers():
+                if self._frees_loaded_pointers() or _escapes(inst) == "some":
                     e.call(gen._rt("__enzyme_py_escaping_add"), [S])
                     gen.maybe_freed_blocks.add(inst)
             else:
@@ -644,12 +651,16 @@ class AugmentedForward:
         return all(off + f in consts for f in fields)
 
     def _mark_freed(self, inst, A):
-        """Before the program frees a pointer it read from memory: its shadow, where
-        that is a block handed to the caller's registry (``runtime_escape``), is
-        marked freed, for the reverse sweep to free it too."""
+        """Before the program frees a pointer other than one it allocated right here
+        (one it read from memory, got from a call -- an allocation wrapper's temporary
+        -- or as an argument: a ``free_vec(v)``): its shadow, where that is a block in
+        the registry of those handed to the caller (``runtime_escape``; any other is
+        ignored there), is marked freed, for the reverse sweep to free it too."""
         from ..analysis.activity import underlying_object
+        base = underlying_object(inst.args[0]) if inst.args else None
         if inst.args and inst.args[0] in self.act.shadowed \
-                and isinstance(underlying_object(inst.args[0]), Load) \
+                and not (isinstance(base, Call) and (eff := call_effect(base.callee_name or ""))
+                         and eff.kind == "alloc") \
                 and self._hands_blocks_to_caller():
             e = self.e
             e.position_before(A)
