@@ -360,6 +360,7 @@ def _round(module, options, log) -> None:
         if f in entries or not registry.special(f.name):
             work.extend(_callees(f, registry))  # (not through a rule's function's body)
     clones = {}
+    from .augmented import tag_declared_integers
     from .dispatch import has_rule, rule_wrapper
     for f in closure:
         if has_rule(f) or registry.special(f.name) and f not in entries:
@@ -391,6 +392,7 @@ def _round(module, options, log) -> None:
                 if o in clones:
                     inst.set_arg(2, clones[o])
         unpool(c)
+        tag_declared_integers(c)    # (at -O0: see augmented.mirrored_integer)
     from .variadic import expand_variadics
     expanded = expand_variadics(module, clones)     # see variadic.py
     names = {c.name: f.name for f, c in clones.items()}

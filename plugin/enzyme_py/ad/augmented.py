@@ -53,19 +53,47 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
+# a store of an integer into a field the source declares integer, tagged before the
+# pre-AD optimisation turns the field's struct GEP into a byte offset (at -O0, without TBAA)
+DECLARED_INT = "enzyme.int"
+
+
+def tag_declared_integers(fn) -> int:
+    """Tag (``!enzyme.int``) the stores of ``fn`` that write an integer into a field or
+    element the source declares integer, where no TBAA says so (-O0): after the pre-AD
+    optimisation the store's address is a byte offset and ``mirrored_integer`` could no
+    longer tell.  Returns how many were tagged."""
+    from ..analysis.types import indexed_kinds
+    module, tag, n = fn.parent, None, 0
+    for inst in fn.instructions():
+        if not isinstance(inst, Store) or inst.get_metadata("tbaa") is not None:
+            continue
+        v = inst.operand(0)
+        if not (v.type.is_int and 8 <= v.type.width <= 64):
+            continue
+        if indexed_kinds(inst.operand(1), v.type.width // 8, module.datalayout) == {"int"}:
+            tag = tag or module.add_metadata("!{}")
+            inst.set_metadata(DECLARED_INT, tag)
+            n += 1
+    return n
+
+
 def mirrored_integer(store) -> bool:
     """Whether ``store`` (into memory with a shadow) writes an integer the shadow gets
     too, as Enzyme does: a length, a capacity, a flag of a structure the derivative
     builds in its shadow (MATLAB Coder's ``emxArray`` sizes and ``canFreeData``, which
     the caller's ``emxFree`` of the shadow reads) -- where the declared layout of the
-    field written, or the store's TBAA type, says integer (not a float's bits stored as
-    an integer); else the byte-offset analysis of this round, where it is built and
+    field written (``tag_declared_integers`` kept it through the pre-AD optimisation),
+    or the store's TBAA type, says integer (not a float's bits stored as an integer);
+    else the byte-offset analysis of this round, where it is built and
     has analysed the store's function (a new analysis for a value of derivative code in
     a nested round would parse every function).  Only integers in those bytes."""
     from ..analysis.types import indexed_kinds, layout_kinds, pointee_kinds, tbaa_kind
     v, p = store.operand(0), store.operand(1)
     if not (v.type.is_int and 8 <= v.type.width <= 64) or isinstance(v, (Undef, Poison)):
         return False
+    if store.get_metadata(DECLARED_INT) is not None:
+        return True
     module = store.module
     n = v.type.width // 8
     got = indexed_kinds(p, n, module.datalayout) or layout_kinds(p, n, module.datalayout)
