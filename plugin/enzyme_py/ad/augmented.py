@@ -273,19 +273,31 @@ def float_bytes_lost(v, p, act) -> bool:
 
 def null_at_every_call(p, fn, act, ctx) -> bool:
     """Whether ``p`` points into a parameter of ``fn`` without a shadow that every call
-    of ``fn`` in the same derivative call passes as a null pointer: an optional output
-    not asked for (``ephem_state(jd, pos, NULL)`` with ``if (vel) vel[i] = ...``), whose
-    stores never run.  (``ctx``: the reverse-mode context, with the entries and the
-    functions' copies.)"""
+    of ``fn`` in the same derivative call passes as a null pointer (``null_arguments``):
+    an optional output not asked for (``ephem_state(jd, pos, NULL)`` with ``if (vel)
+    vel[i] = ...``), whose stores never run."""
     from ..analysis.activity import underlying_object
     base = underlying_object(p)
-    if not (isinstance(base, Argument) and base.parent is fn and base not in act.shadowed) \
-            or fn in getattr(ctx, "entries", ()):
-        return False
-    calls = [i for f in _run_together(fn, ctx) for i in f.instructions()
-             if isinstance(i, (Call, Invoke)) and i.called_function is fn]
-    return bool(calls) and all(base.index < len(c.args)
-                               and isinstance(c.args[base.index], ConstantNull) for c in calls)
+    return isinstance(base, Argument) and base.parent is fn and base not in act.shadowed \
+        and base.index in null_arguments(fn, ctx)
+
+
+def null_arguments(fn, ctx) -> frozenset:
+    """The indices of the pointer parameters of ``fn`` that every call of ``fn`` in the
+    same derivative call passes as a null constant (none for a function a call site
+    differentiates: its caller is the program).  (``ctx``: the reverse-mode context,
+    with the entries and the functions' copies.)"""
+    if fn in getattr(ctx, "entries", ()):
+        return frozenset()
+    memo = ctx.__dict__.setdefault("null_arguments", {})
+    if fn not in memo:
+        calls = [i for f in _run_together(fn, ctx) for i in f.instructions()
+                 if isinstance(i, (Call, Invoke)) and i.called_function is fn]
+        memo[fn] = frozenset(
+            a.index for a in fn.args if a.type.is_pointer and calls and all(
+                a.index < len(c.args) and isinstance(c.args[a.index], ConstantNull)
+                for c in calls))
+    return memo[fn]
 
 
 def _run_together(fn, ctx) -> set:

@@ -38,7 +38,7 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
 from .augmented import (float_bytes_lost, merged_copy_of_floats, mirrored_integer,
-                        null_at_every_call)
+                        null_arguments, null_at_every_call)
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
                      merged_copy_error, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error, check_copy_into_unshadowed,
@@ -127,7 +127,8 @@ class ForwardGen:
                             shadow_globals=self.ctx.rctx.shadow_globals,
                             const_fields=getattr(self, "const_fields", frozenset()),
                             own_args=getattr(self, "own_args", frozenset()),
-                            entry=P in getattr(self.ctx.rctx, "entries", ()))
+                            entry=P in getattr(self.ctx.rctx, "entries", ()),
+                            null_args=null_arguments(P, self.ctx.rctx))
         rstats = self.ctx.rctx.stats
         rstats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)
         rstats["functions"] += 1

@@ -50,7 +50,7 @@ from .reverse_common import _PURE, _defined, _is_const, _float_data_global, _mut
 from .runtime import runtime_function
 from .rules import libm_rule, reduction_rule
 from .adjoint import AdjointSweep
-from .augmented import AugmentedForward
+from .augmented import AugmentedForward, null_arguments
 from .cache_emit import CacheEmission
 from .combine import combine_adjoint_adds
 
@@ -283,7 +283,8 @@ class ReverseGen:
                             ret_active=self.ret_active,
                             const_fields=getattr(self, "const_fields", frozenset()),
                             own_args=getattr(self, "own_args", frozenset()),
-                            entry=P in getattr(self.ctx, "entries", ()))
+                            entry=P in getattr(self.ctx, "entries", ()),
+                            null_args=null_arguments(P, self.ctx))
         exits = [b for b in self.cfg.rpo if isinstance(b.terminator, Ret)]
         self.exit = exits[0] if exits else None
         self.ctx.stats["instructions"] += sum(len(b.instructions) for b in self.cfg.rpo)

@@ -133,11 +133,14 @@ class Activity:
 
     def __init__(self, fn, kinds, inactive=(), _outer=(), shadow_globals=(),
                  ret_active=True, const_fields=frozenset(), own_args=frozenset(),
-                 entry=False):
+                 entry=False, null_args=frozenset()):
         self.fn = fn
         # the function a call site differentiates (its enzyme_const outputs are its
         # caller's: ``write_only_argument``)
         self.entry = entry
+        # the pointer parameters every call in the derivative passes as NULL (optional
+        # outputs not asked for: their stores never run)
+        self.null_args = null_args
         # arguments whose shadow may be the primal memory (``_own_merges``)
         self.own_args = own_args
         self.own_merges = self.own_ptrs = self.own_sources = frozenset()
@@ -208,10 +211,13 @@ class Activity:
             # floating-point values may be written through the merge where the memory
             # without a shadow is an enzyme_const output of the function differentiated
             # that nothing here reads back (``if (vel) vel[i] = ...``, its store merged
-            # with the one to ``pos[i]`` by -O2): what lands there carries no derivative
+            # with the one to ``pos[i]`` by -O2), or an optional output of a helper every
+            # call passes as NULL: what lands there carries no derivative
             vals = m.merged if isinstance(m, (Phi, Select)) else []
-            floats = self.entry and bool(vals) and all(
-                v in self.shadowed or isinstance(v, Argument) and self.write_only_argument(v)
+            floats = bool(vals) and all(
+                v in self.shadowed or isinstance(v, Argument) and (
+                    v.index in self.null_args
+                    or self.entry and self.write_only_argument(v))
                 for v in vals if v.is_instruction or isinstance(v, Argument))
             derived = _own_uses(m, dl, floats=floats)
             if derived is not None:
