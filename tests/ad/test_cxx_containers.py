@@ -1,7 +1,7 @@
 """C++ standard containers on active data: std::map (libstdc++'s out-of-line red-black
 tree functions are called again on the shadow tree, so it stays linked like the
 primal; insertion with operator[], lookup with find/at, iteration) and
-std::unordered_map (at -O2), keys read from an enzyme_const array; std::unique_ptr-owned
+std::unordered_map, keys read from an enzyme_const array; std::unique_ptr-owned
 objects in a std::vector and objects whose class depends on the data, with virtual calls
 and virtual deletion; <algorithm> on active data (std::sort: libc++'s is out of line),
 nested vectors, std::list (libstdc++ relinks its nodes out of line).  Reverse and forward
@@ -126,10 +126,13 @@ def _derivatives(tmp_path, source, opt, extra=()) -> set:
     return seen
 
 
-@pytest.mark.parametrize("opt,hashed", [("-O0", False), ("-O2", True)])
-def test_map_and_unordered_map(tmp_path, opt, hashed):
-    seen = _derivatives(tmp_path, PROGRAM, opt, ["-DHASHED"] if hashed else [])
-    assert seen == ({"binned", "hashed"} if hashed else {"binned"})
+# (std::unordered_map at -O0 too since round BZ: the node's std::pair<const int, double>
+# is built by a piecewise constructor copying the key as an i32 -- "an integer-typed
+# copy of memory that may hold floating-point values" while the key field's declared
+# type was lost to the pre-AD optimisation; even an unordered_map<int, int> was refused)
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_map_and_unordered_map(tmp_path, opt):
+    assert _derivatives(tmp_path, PROGRAM, opt, ["-DHASHED"]) == {"binned", "hashed"}
 
 
 # Objects owned by std::unique_ptr in a std::vector (at -O2 InstCombine stores the

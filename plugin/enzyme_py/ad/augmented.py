@@ -628,8 +628,11 @@ class AugmentedForward:
                     and v.type.width in (8, 16, 32, 64, 128) and not self._int_by_layout(v) \
                     and not _text_byte(v) and not self._string_bytes(v, p):
                 w = v.type.width
-                kinds = {"int"} if w == 16 else _int_copy_kinds([v.operand(0), p], w)
-                if _no_float_of_width(kinds, w) and not word_of_float(
+                # (into a field the source declares integer: ``tag_declared_integers``)
+                declared_int = inst.get_metadata(DECLARED_INT) is not None
+                kinds = {"int"} if w == 16 or declared_int \
+                    else _int_copy_kinds([v.operand(0), p], w)
+                if declared_int or _no_float_of_width(kinds, w) and not word_of_float(
                         v, p, (v, inst) + self._bit_moves()):
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the

@@ -37,7 +37,7 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
-from .augmented import (float_bytes_lost, merged_copy_of_floats, mirrored_integer,
+from .augmented import (DECLARED_INT, float_bytes_lost, merged_copy_of_floats, mirrored_integer,
                         null_arguments, null_at_every_call)
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
                      merged_copy_error, no_shadow_rule_error, struct_return_error,
@@ -56,9 +56,13 @@ _DATA_OPS = {ExtractValue: (0,), InsertValue: (0, 1), ExtractElement: (0,),
 
 def _copied_into(v, shadowed, depth=4) -> bool:
     """Whether integer ``v`` is stored into memory with a shadow, directly or through
-    selects (an integer-typed copy whose shadow bytes must be copied too)."""
+    selects (an integer-typed copy whose shadow bytes must be copied too) -- not into a
+    field the source declares integer (``augmented.tag_declared_integers``: the primal
+    integer goes there, as for any integer stored, and the source's shadow may be
+    none: a key read through a ``std::tuple`` of references to constant data)."""
     for u in v.users:
-        if isinstance(u, Store) and u.operand(0) is v and u.operand(1) in shadowed:
+        if isinstance(u, Store) and u.operand(0) is v and u.operand(1) in shadowed \
+                and u.get_metadata(DECLARED_INT) is None:
             return True
         if isinstance(u, Select) and u.operand(0) is not v and depth \
                 and _copied_into(u, shadowed, depth - 1):
