@@ -709,6 +709,45 @@ def test_copied_std_function_is_never_silently_zero(tmp_path, opt):
     assert [float(v) for v in out.stdout.split()] == [7.0, 5.0, 3.0, 2.0]
 
 
+# A std::function built in main and passed as enzyme_const (a penalty, round BZ): at -O0
+# the call through it was refused -- "the program defines no function of that type
+# whose address it takes" -- because the lambda's _M_invoke is named with a `$_0`, which
+# LLVM prints quoted (`@"..."`), and the search for the function bodies that take its
+# address looked for the bare spelling only: the constructor storing it was never read.
+CONST_FUNCTION_ARGUMENT = r"""
+#include <cstdio>
+#include <functional>
+extern "C" { int enzyme_dup, enzyme_const; void __enzyme_autodiff(void *, ...);
+             double __enzyme_fwddiff(void *, ...); }
+double penalised(const double *x, const std::function<double(double)> &pen, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += pen(x[i]) + x[i];
+  return s;
+}
+int main() {
+  double k = 2.0;
+  std::function<double(double)> pen = [k](double v) { return k * v * v * v; };
+  double x[3] = {1.5, -0.5, 2.0}, dx[3] = {0, 0, 0}, t[3] = {0, 1, 0};
+  __enzyme_autodiff((void *)penalised, enzyme_dup, x, dx, enzyme_const, &pen, enzyme_const, 3);
+  double fw = __enzyme_fwddiff((void *)penalised, enzyme_dup, x, t, enzyme_const, &pen,
+                               enzyme_const, 3);
+  std::printf("%.17g %.17g %.17g %.17g\n", dx[0], dx[1], dx[2], fw);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_std_function_passed_as_a_constant(tmp_path, opt):
+    src = Path(tmp_path) / "pen.cpp"
+    src.write_text(CONST_FUNCTION_ARGUMENT)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "pen")], tmp_path, cxx=True)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "pen")], capture_output=True, text=True, timeout=60)
+    want = [6 * v * v + 1 for v in (1.5, -0.5, 2.0)] + [6 * 0.25 + 1]
+    assert [float(v) for v in out.stdout.split()] == pytest.approx(want, rel=1e-12)
+
+
 # A range-for over an enzyme_const std::vector (a model's data, a list of springs) at
 # -O0: the iterator is a local that the iterator's constructor, operator*, ++ and !=
 # (out of line at -O0) store to and load from.  It escaped into those calls, so it was

@@ -559,10 +559,13 @@ class Module:
         if quote_name(name) != name:    # spelled with quotes and escapes: be safe
             self.materialize_all()
         else:
-            needle = "@" + name
+            # (a name LLVM could print bare may still be quoted in the text: clang
+            # quotes a lambda's ``$_0`` in C++ mangled names)
+            needles = ("@" + name, '@"' + name + '"')
             for f in self.functions:
                 lazy = f._lazy_body
-                if lazy is not None and lazy[0].find(needle, lazy[1], lazy[2]) >= 0:
+                if lazy is not None and any(lazy[0].find(n, lazy[1], lazy[2]) >= 0
+                                            for n in needles):
                     f.materialize()
         self._users_parsed.add(name)
 
