@@ -59,8 +59,9 @@ DECLARED_INT = "enzyme.int"
 
 
 def tag_declared_integers(fn) -> int:
-    """Tag (``!enzyme.int``) the stores of ``fn`` that write an integer into a field or
-    element the source declares integer, where no TBAA says so (-O0): after the pre-AD
+    """Tag (``!enzyme.int``) the stores of ``fn`` that write an integer into a field of
+    a struct the source declares integer (or an element of such an array field), where
+    no TBAA says so (-O0): after the pre-AD
     optimisation the store's address is a byte offset and ``mirrored_integer`` could no
     longer tell.  Returns how many were tagged."""
     from ..analysis.types import indexed_kinds
@@ -71,11 +72,26 @@ def tag_declared_integers(fn) -> int:
         v = inst.operand(0)
         if not (v.type.is_int and 8 <= v.type.width <= 64):
             continue
-        if indexed_kinds(inst.operand(1), v.type.width // 8, module.datalayout) == {"int"}:
+        q = inst.operand(1)
+        if indexed_kinds(q, v.type.width // 8, module.datalayout) == {"int"} \
+                and _field_of_a_struct(q):
             tag = tag or module.add_metadata("!{}")
             inst.set_metadata(DECLARED_INT, tag)
             n += 1
     return n
+
+
+def _field_of_a_struct(p) -> bool:
+    """Whether the GEP ``p`` indexes a field of a struct (through the arrays it holds:
+    ``s->idx[i]``), not of a union (``u.w[0]`` of ``union {double d; uint32_t w[2];}``
+    is a piece of the double as much as an integer) nor of a bare array."""
+    from ..analysis.types import is_union
+    while isinstance(p, GEP):
+        t = p.source_type
+        if t.is_struct:
+            return not is_union(t)
+        p = p.operand(0)
+    return False
 
 
 def mirrored_integer(store) -> bool:

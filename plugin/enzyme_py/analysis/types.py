@@ -643,7 +643,7 @@ def tbaa_struct_fields(inst, nbytes, most=64, pointers=False):
 
 
 def _leaf_list(ty, base, dl, out):
-    if _is_union(ty) or getattr(ty, "is_opaque", False):
+    if is_union(ty) or getattr(ty, "is_opaque", False):
         out.append((base, None))   # a union: float_fields gives up
     elif ty.is_struct:
         for e, o in zip(ty.elements, dl.field_offsets(ty)):
@@ -785,7 +785,7 @@ def declared_kinds(p, nbytes, datalayout, extra=0, depth=4, seen=None) -> set:
     return out
 
 
-def _is_union(ty) -> bool:
+def is_union(ty) -> bool:
     """clang's ``%union.X``: its one member type says nothing about the other members."""
     return ty.is_struct and str(getattr(ty, "name", "")).lstrip('"').startswith("union.")
 
@@ -794,7 +794,7 @@ def _leaves(ty, base, lo, hi, dl, out):
     size = dl.size_in_bytes(ty)
     if base >= hi or base + size <= lo:
         return
-    if _is_union(ty) or getattr(ty, "is_opaque", False):
+    if is_union(ty) or getattr(ty, "is_opaque", False):
         out.add("unknown")
     elif ty.is_struct:
         for e, o in zip(ty.elements, dl.field_offsets(ty)):

@@ -70,7 +70,7 @@ from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg,
                                Ret, Select, Store)
 from ..ir.module import Function, GlobalVariable
 from ..ir.values import ConstantAggregate, ConstantExpr, ConstantInt, ConstantString
-from .types import _MEM, HINTS, _is_union, function_of as _function_of, scalar_kinds, tbaa_kind
+from .types import _MEM, HINTS, is_union, function_of as _function_of, scalar_kinds, tbaa_kind
 
 __all__ = ["MemoryTypes"]
 
@@ -652,7 +652,7 @@ class MemoryTypes:
         """Facts from a declared type (an alloca's, a global's); byte arrays of an
         alloca say nothing (SROA and clang make `[N x i8]` locals of any content)."""
         if ty.is_struct and not getattr(ty, "is_opaque", False):
-            if _is_union(ty):
+            if is_union(ty):
                 return      # which member is live is not the declared type's to say
             for e, o in zip(ty.elements, self.dl.field_offsets(ty)):
                 self._layout(p, e, off + o, True)
