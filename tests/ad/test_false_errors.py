@@ -2447,3 +2447,75 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_optional_output_store_merged_with_a_shadowed_one(tmp_path, opt):
     run(tmp_path, MERGED_OPTIONAL_OUTPUT, opt)
+
+
+# Round BY (DSP and circuit codes): a shift loop inside a struct that also holds
+# pointers -- an FIR delay line `for (i = N-1; i > 0; i--) f->z[i] = f->z[i-1]` in
+# {const double *coef; int n; double z[8]}, and ngspice's rotation of its state vectors
+# {double *st[4]; double delta} -- becomes one memmove at -O1 and up, refused as
+# "memcpy/memset over memory that mixes floating-point values and pointers" (Enzyme 15
+# builds both).  LLVM keeps the shifted values' TBAA tag on the memmove it makes: the
+# bytes moved are doubles (or pointers) only.
+SHIFTS_INSIDE_MIXED_STRUCTS = r"""
+#define NT 8
+typedef struct { const double *coef; int n; double z[NT]; } fir_t;
+__attribute__((noinline)) static double fir_tick(fir_t *f, double x) {
+    for (int i = NT - 1; i > 0; i--) f->z[i] = f->z[i - 1];
+    f->z[0] = x;
+    double y = 0;
+    for (int i = 0; i < NT; i++) y += f->coef[i] * f->z[i];
+    return y;
+}
+double filt(const double *coef, const double *x, int n) {
+    fir_t f;
+    f.coef = coef; f.n = NT;
+    for (int i = 0; i < NT; i++) f.z[i] = 0;
+    double J = 0;
+    for (int k = 0; k < n; k++) { double y = fir_tick(&f, x[k]); J += y * y; }
+    return J;
+}
+#define NS 4
+typedef struct { double *st[NS]; double delta; } ckt_t;
+__attribute__((noinline)) static double step(ckt_t *c, const double *p) {
+    c->st[0][0] = p[0] * c->delta + c->st[1][0];
+    return c->st[0][0];
+}
+double rotate(const double *p, int n) {
+    ckt_t c;
+    double *base = calloc(NS * 2, sizeof(double));
+    for (int i = 0; i < NS; i++) c.st[i] = base + 2 * i;
+    double acc = 0;
+    c.delta = 1.0;
+    for (int k = 0; k < n; k++) {
+        double v = step(&c, p);
+        acc += v * v;
+        double *t = c.st[NS - 1];
+        for (int i = NS - 1; i > 0; i--) c.st[i] = c.st[i - 1];
+        c.st[0] = t;
+    }
+    free(base);
+    return acc;
+}
+int main(void) {
+    double c[NT], dc[NT] = { 0 }, x[20];
+    for (int i = 0; i < NT; i++) c[i] = 1.0 / (i + 1);
+    for (int k = 0; k < 20; k++) x[k] = sin(0.3 * k);
+    __enzyme_autodiff((void *)filt, enzyme_dup, c, dc, enzyme_const, x, enzyme_const, 20);
+    for (int j = 0; j < NT; j += 3) {
+        double h = 1e-6, c0 = c[j];
+        c[j] = c0 + h; double fp = filt(c, x, 20);
+        c[j] = c0 - h; double fm = filt(c, x, 20);
+        c[j] = c0;
+        check("delay line", dc[j], (fp - fm) / (2 * h));
+    }
+    double p[1] = { 2.0 }, dp[1] = { 0 };
+    __enzyme_autodiff((void *)rotate, enzyme_dup, p, dp, enzyme_const, 5);
+    check("rotated states", dp[0], 220);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_shifts_inside_structs_that_hold_pointers(tmp_path, opt, valgrind):
+    run(tmp_path, SHIFTS_INSIDE_MIXED_STRUCTS, opt, valgrind)

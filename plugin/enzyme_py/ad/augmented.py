@@ -1068,10 +1068,11 @@ class AugmentedForward:
         """What the memory moved by memcpy/memset holds: 'double', 'float', 'ptr', 'int'
         (characters -- a ``std::string``'s, string literals: 'int');
         'zero' for a memset of zeros over anything else (the shadow is zeroed in both
-        sweeps).  From the objects' kinds; where those give no answer, from the kinds
-        of exactly the bytes moved (``types.byte_kinds``)."""
+        sweeps).  From the copy's own TBAA tag where LLVM made it from typed accesses;
+        else from the objects' kinds; where those give no answer, from the kinds of
+        exactly the bytes moved (``types.byte_kinds``)."""
         from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, memory_kinds, \
-            pointee_kinds, string_buffer, string_characters, string_object_bytes
+            pointee_kinds, string_buffer, string_characters, string_object_bytes, tbaa_kind
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
                                    or constant_text(inst.args[1])):
@@ -1086,6 +1087,13 @@ class AugmentedForward:
         ptrs = [inst.args[0]] + ([inst.args[1]] if len(inst.args) > 3 else [])
         size = n.value if isinstance(n, ConstantInt) else None
         kinds = memory_kinds(ptrs, size=size)
+        # a copy LLVM made from typed accesses of one type (a delay line's shift loop,
+        # ``z[i] = z[i - 1]``, as a memmove inside a struct that also holds pointers)
+        # keeps their TBAA tag: the bytes moved are of that type, where the objects
+        # hold such values (an integer tag is not taken: a word copy of doubles)
+        tagged = tbaa_kind(inst) if len(inst.args) > 3 else None
+        if tagged in ("double", "float", "ptr") and tagged in kinds:
+            return tagged
         if kinds and not kinds & FLOAT_KINDS:
             # the objects' typed accesses may all be elsewhere than the bytes moved (an
             # int header written beside doubles that a caller reads through a pointer
