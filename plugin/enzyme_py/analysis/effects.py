@@ -169,6 +169,9 @@ _TABLE.update(_inactive(
     "atoi", "atol", "atoll", "toupper", "tolower", "isdigit", "isspace", "isalpha",
     "isalnum", "isupper", "islower", "isxdigit", "ispunct", "isprint"))
 _TABLE.update(_inactive(
+    "searches text: the result points into the characters (no derivative) or counts them",
+    "strchr", "strrchr", "strstr", "strpbrk", "strspn", "strcspn"))
+_TABLE.update(_inactive(
     "parses a number from text: the result carries no derivative", "atof"))
 _TABLE.update(_inactive(
     "classification of a float: integer result",
@@ -226,6 +229,15 @@ _TABLE.update(_writes("reads a line of text into the buffer", ["fgets"], (0, ("c
 _TABLE.update(_writes("parses a number; stores the end of the text through the second "
                       "argument", ["strtod", "strtof", "strtold", "strtol", "strtoll",
                                    "strtoul", "strtoull"], (1, ("textptr", 8))))
+# strtok_r/strsep also write NUL bytes into the text they split: characters, which carry
+# no derivative (their shadow bytes are not read as floats); the saved position is a
+# pointer into the text, its own shadow
+_TABLE.update(_writes("splits text in place; stores the position reached through the "
+                      "third argument", ["strtok_r", "__strtok_r"], (2, ("textptr", 8))))
+_TABLE.update(_writes("splits text in place; stores the position reached through the "
+                      "first argument", ["strsep"], (0, ("textptr", 8))))
+_TABLE.update(_inactive("splits text in place (NUL bytes into characters, its position "
+                        "kept inside the C library)", "strtok"))
 _TABLE.update(_writes("stores the time through its argument", ["time"], (0, ("const", 8))))
 _TABLE.update(_writes("stores the time through its second argument", ["clock_gettime"],
                       (1, ("const", 16))))
