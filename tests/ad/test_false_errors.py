@@ -1300,6 +1300,41 @@ def test_global_pointer_read_before_the_code_sets_it_stops(tmp_path, opt):
     assert "the pointer in global 'work' was read by the derivative before" in out.stderr
 
 
+# Round BY (a power-grid solver keeping its CSR index arrays in file-scope pointers,
+# allocated on first use): a block that only ever holds integers needs no shadow, and
+# the variable may be read before the derivative stores one -- the program's own first
+# call allocated it.  It stopped with "the pointer in global 'g_idx' was read by the
+# derivative before ..." (Enzyme 15: a verifier error at -O0, a segfault at -O2).
+INTEGER_WORKSPACE = r"""
+static int *g_idx = NULL, *g_cnt = NULL;
+double f(const double *x, int n) {
+    if (!g_idx) { g_idx = malloc(sizeof(int) * n); g_cnt = calloc(n, sizeof(int)); }
+    for (int i = 0; i < n; i++) { g_idx[i] = n - 1 - i; g_cnt[i]++; }
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[g_idx[i]] * x[i] * (g_cnt[i] > 0);
+    return s;
+}
+int main(void) {
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 }, t[3] = { 0, 1, 0 };
+    check("primal", f(x, 3), 10);      /* allocates the workspace outside the derivative */
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    check("rev 0", dx[0], 6); check("rev 1", dx[1], 4); check("rev 2", dx[2], 2);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, 3), 4);
+    free(g_idx); free(g_cnt);
+    g_idx = NULL;                      /* allocated inside the derivative this time */
+    for (int i = 0; i < 3; i++) dx[i] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    check("rev again", dx[0], 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_integer_workspace_kept_in_file_scope_pointers(tmp_path, opt, valgrind):
+    run(tmp_path, INTEGER_WORKSPACE, opt, valgrind)
+
+
 # Round Z (signal processing): a mixer keeps the buffers of its channels in a file-scope
 # array of structs, set by `register_chan` and read by a `render` LLVM does not inline;
 # a filter keeps its active taps in a file-scope pointer.  The pointers stored there were

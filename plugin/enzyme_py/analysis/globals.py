@@ -124,8 +124,11 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                     if _fresh(v) and g.value_type.is_pointer:
                         # a pointer variable holding a block the code allocates
                         # (Numerical Recipes' file-scope `double **d` scratch): its
-                        # shadow global holds the block's shadow
-                        out[g] = True
+                        # shadow global holds the block's shadow -- unless the block
+                        # only ever holds integers (a lazily allocated `int *g_idx`
+                        # workspace, which a primal call may have allocated before)
+                        if not _integers_only(v, g, functions):
+                            out[g] = True
                     elif not isinstance(v, ConstantNull):
                         # (a parameter every call among the functions passes a global
                         # for -- a setter `ws_init(&w, buf)` storing `e->x = v` -- stores
@@ -506,6 +509,46 @@ def may_access_floats(p, depth=3) -> bool:
             elif not isinstance(user, ICmp):
                 return True     # stored as a value, returned, turned into an integer
     return walk.exceeded
+
+
+def _integers_only(block, g, functions) -> bool:
+    """Whether the memory of ``block`` (stored into the pointer variable ``g``) is only
+    read and written as integers: through the block itself and through every pointer
+    ``functions`` load from ``g``, nothing but integer loads and stores, compares and
+    ``free`` (an index workspace: it needs no shadow, and reading the variable before
+    the code stores a block there is fine)."""
+    from ..ir.instructions import GEP, ICmp, Phi, Select
+    starts = [block] + [i for f in functions for i in f.instructions()
+                        if isinstance(i, Load) and i.type.is_pointer
+                        and underlying_object(i.operand(0)) is g]
+    work, seen = list(starts), set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if len(seen) > 256:
+            return False
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, GEP) and u.index == 0 or isinstance(user, Phi) \
+                    or isinstance(user, Select) and u.index > 0:
+                work.append(user)
+            elif isinstance(user, Load):
+                if not user.type.is_int:
+                    return False
+            elif isinstance(user, Store):
+                if u.index == 0 and not (x is block and user.operand(1) is g
+                                         or underlying_object(user.operand(1)) is g):
+                    return False    # the pointer itself stored elsewhere
+                if u.index == 1 and not user.operand(0).type.is_int:
+                    return False
+            elif isinstance(user, ICmp) or isinstance(user, Call) \
+                    and (user.callee_name or "") in FREE_NAMES:
+                continue
+            else:
+                return False
+    return True
 
 
 def _text_block(v) -> bool:
