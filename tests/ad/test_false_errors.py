@@ -2554,3 +2554,67 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
 def test_shifts_inside_structs_that_hold_pointers(tmp_path, opt, valgrind):
     run(tmp_path, SHIFTS_INSIDE_MIXED_STRUCTS, opt, valgrind)
+
+
+# Round BY (a netlist deck kept in a static table of records, copied into a working
+# array): `memcpy(el, g_deck, sizeof g_deck)` of {char kind; const char *node; int pidx}
+# into malloc'd memory was "memcpy of pointers from memory without a shadow into memory
+# that has one" at -O0 (at -O2 LLVM marks the table constant; Enzyme 15 builds both).  A
+# global nothing in the program writes holds its initialiser all along: where its
+# pointers are their own shadows (string literals), the copy's shadow gets the table.
+# A table the program writes a pointer into stays refused.
+STATIC_TABLE_COPIED = r"""
+typedef struct { char kind; const char *node; int pidx; } elem_t;
+static elem_t g_deck[3] = { {'R', "a", 0}, {'R', "b", 1}, {'C', "c", 2} };
+double f(const double *par) {
+    elem_t *el = malloc(sizeof g_deck);
+    memcpy(el, g_deck, sizeof g_deck);
+    double s = 0;
+    for (int i = 0; i < 3; i++)
+        if (el[i].node[0] != 'c') s += par[el[i].pidx] * par[el[i].pidx] * el[i].kind;
+    free(el);
+    return s;
+}
+int main(void) {
+    double p[3] = { 1, 2, 3 }, dp[3] = { 0 }, t[3] = { 0, 1, 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, p, dp);
+    check("rev 0", dp[0], 2 * 'R'); check("rev 1", dp[1], 4 * 'R'); check("rev 2", dp[2], 0);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, p, t), 4 * 'R');
+    return fails;
+}
+"""
+
+TABLE_WRITTEN_BY_THE_PROGRAM = r"""
+typedef struct { int n; double *w; } row_t;
+static double w0[2] = { 1, 2 };
+static row_t g_rows[2] = { {2, 0}, {0, 0} };
+double f(const double *x) {
+    row_t *r = malloc(sizeof g_rows);
+    memcpy(r, g_rows, sizeof g_rows);
+    double s = 0;
+    for (int i = 0; i < r[0].n; i++) s += r[0].w[i] * x[i];
+    free(r);
+    return s;
+}
+int main(void) {
+    double x[2] = { 1, 2 }, dx[2] = { 0 };
+    g_rows[0].w = w0;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_static_table_of_records_copied(tmp_path, opt, valgrind):
+    run(tmp_path, STATIC_TABLE_COPIED, opt, valgrind)
+
+
+def test_table_the_program_writes_pointers_into_stays_refused(tmp_path):
+    from pathlib import Path
+    from helpers import enzyme_cc
+    from test_never_silent import PRELUDE
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + TABLE_WRITTEN_BY_THE_PROGRAM)
+    r = enzyme_cc(["-O0", str(src), "-o", str(Path(tmp_path) / "t"), "-lm"], tmp_path)
+    assert r.returncode != 0 and "memcpy of pointers from memory without a shadow" in r.stderr

@@ -323,6 +323,33 @@ def _run_together(fn, ctx) -> set:
     return run_together(fn, getattr(ctx, "clone_of", {}).values(), getattr(ctx, "entries", ()))
 
 
+def _never_written(g) -> bool:
+    """Whether nothing in the program (the whole of it is linked here) writes the global
+    ``g`` or lets its address go anywhere but loads and the source of copies: it holds
+    its initialiser all along."""
+    from ..ir.instructions import GEP
+    work, seen = [g], set()
+    while work:
+        x = work.pop()
+        if x in seen or len(seen) > 256:
+            return False
+        seen.add(x)
+        for u in x.uses:
+            user = u.user
+            if isinstance(user, (GEP, Cast)) and u.index == 0 \
+                    or not user.is_instruction and getattr(user, "opcode", None) in (
+                        "getelementptr", "bitcast"):
+                work.append(user)
+            elif isinstance(user, Load):
+                continue
+            elif isinstance(user, Call) and u.index == 1 \
+                    and _mem_intrinsic(user.callee_name or "") in ("memcpy", "memmove"):
+                continue
+            else:
+                return False
+    return True
+
+
 def _escapes(alloc, depth=3) -> str:
     """Whether the block ``alloc`` returns is stored into memory of its function's
     arguments or of a global (an output array allocated inside: MATLAB Coder's output
@@ -687,6 +714,19 @@ class AugmentedForward:
         else:
             check_pointer_escape(v, p, self.act, self.ctx, self.ctx.err_loc(inst), inst)
 
+    def _own_shadow_table(self, p, inst) -> bool:
+        """Whether ``p`` points into a global holding its initialiser all along, whose
+        pointers are their own shadows (text, functions, null: ``_constant_pointers``) --
+        a static table of records copied into memory that has a shadow, which then gets
+        the table's bytes."""
+        consts = _constant_pointers(p)
+        if consts is None:
+            return False
+        try:
+            return all(self.gen._sh_aug(c, inst) is c for c in consts)
+        except ADError:     # (a pointer to writable data)
+            return False
+
     def _const_param_copied(self, inst) -> bool:
         """Whether the memcpy ``inst`` copies a by-value parameter without a shadow (an
         ``enzyme_const`` struct) whole into a local whose every pointer field holds
@@ -953,7 +993,8 @@ class AugmentedForward:
                                         A.args[2], ConstantInt(T.i1, 0)])
                         gen.mem_kind[inst] = "int"
                         return
-                    if mem != "memset" and args[1] not in act.shadowed:
+                    own = mem != "memset" and args[1] not in act.shadowed
+                    if own and not self._own_shadow_table(args[1], inst):
                         raise ADError(
                             "memcpy of pointers from memory without a shadow into memory "
                             "that has one", location=self.ctx.err_loc(inst),
@@ -961,11 +1002,11 @@ class AugmentedForward:
                                  "pointers point to instead")
                     c = A.clone({})
                     c.set_operand(0, gen._sh_aug(args[0], inst))
-                    if mem != "memset":
-                        c.set_operand(1, gen._sh_aug(args[1], inst))
-                    else:
+                    if mem == "memset":
                         c.set_operand(1, ConstantInt(T.i8, 0))   # (what is written: no
                         #                                          derivative, no pointer)
+                    elif not own:   # (else the table is its own shadow: see below)
+                        c.set_operand(1, gen._sh_aug(args[1], inst))
                     c.insert_after(A)
                 elif kind == "mixed":
                     self._aug_mixed_copy(inst, A)
@@ -1260,8 +1301,8 @@ class AugmentedForward:
         leaves = constant_leaves(inst, self.ctx.module.datalayout) if consts else None
         if src in self.act.shadowed:
             from_ = gen._sh_aug(src, inst)
-        elif consts is not None and all(gen._sh_aug(c, inst) is c for c in consts):
-            from_ = A.args[1]   # (_sh_aug raises for a pointer to writable data)
+        elif consts is not None and self._own_shadow_table(src, inst):
+            from_ = A.args[1]
         elif leaves is not None:
             # a whole constant (``cond_t c = {300.0, NU}``) holding pointers into
             # read-only float tables: their shadows are the tables' zero twins
@@ -1346,11 +1387,13 @@ def _element_size(n, depth=4):
 def _constant_pointers(p):
     """The non-null pointers in the initialiser of the constant global ``p`` points
     into (a constant struct initialiser clang copies with memcpy), or None when ``p``
-    does not point into a constant global."""
+    does not point into a constant global -- one declared ``const``, or one nothing in
+    the program writes (``_never_written``: a ``static`` table of records at -O0, before
+    LLVM's global optimisation marks it constant)."""
     from ..analysis.globals import global_base
     from ..ir.values import ConstantAggregate
     g = global_base(p)
-    if g is None or not g.is_constant or g.initializer is None:
+    if g is None or g.initializer is None or not (g.is_constant or _never_written(g)):
         return None
     out, work = [], [g.initializer]
     while work:
