@@ -327,27 +327,19 @@ def _never_written(g) -> bool:
     """Whether nothing in the program (the whole of it is linked here) writes the global
     ``g`` or lets its address go anywhere but loads and the source of copies: it holds
     its initialiser all along."""
-    from ..ir.instructions import GEP
-    work, seen = [g], set()
-    while work:
-        x = work.pop()
-        if x in seen or len(seen) > 256:
-            return False
-        seen.add(x)
+    from ..ir.walk import BoundedWalk
+    walk = BoundedWalk(g, 256)
+    for x in walk:
         for u in x.uses:
             user = u.user
             if isinstance(user, (GEP, Cast)) and u.index == 0 \
                     or not user.is_instruction and getattr(user, "opcode", None) in (
                         "getelementptr", "bitcast"):
-                work.append(user)
-            elif isinstance(user, Load):
-                continue
-            elif isinstance(user, Call) and u.index == 1 \
-                    and _mem_intrinsic(user.callee_name or "") in ("memcpy", "memmove"):
-                continue
-            else:
+                walk.add(user)
+            elif not (isinstance(user, Load) or isinstance(user, Call) and u.index == 1
+                      and _mem_intrinsic(user.callee_name or "") in ("memcpy", "memmove")):
                 return False
-    return True
+    return not walk.exceeded
 
 
 def _escapes(alloc, depth=3) -> str:

@@ -517,23 +517,17 @@ def _integers_only(block, g, functions) -> bool:
     ``functions`` load from ``g``, nothing but integer loads and stores, compares and
     ``free`` (an index workspace: it needs no shadow, and reading the variable before
     the code stores a block there is fine)."""
-    from ..ir.instructions import GEP, ICmp, Phi, Select
-    starts = [block] + [i for f in functions for i in f.instructions()
-                        if isinstance(i, Load) and i.type.is_pointer
-                        and underlying_object(i.operand(0)) is g]
-    work, seen = list(starts), set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if len(seen) > 256:
-            return False
+    from ..ir.instructions import ICmp
+    from ..ir.walk import BoundedWalk, derives_pointer
+    walk = BoundedWalk(block, 256)
+    walk.add(*(i for f in functions for i in f.instructions()
+               if isinstance(i, Load) and i.type.is_pointer
+               and underlying_object(i.operand(0)) is g))
+    for x in walk:
         for u in x.uses:
             user = u.user
-            if isinstance(user, GEP) and u.index == 0 or isinstance(user, Phi) \
-                    or isinstance(user, Select) and u.index > 0:
-                work.append(user)
+            if derives_pointer(u):
+                walk.add(user)
             elif isinstance(user, Load):
                 if not user.type.is_int:
                     return False
@@ -543,12 +537,10 @@ def _integers_only(block, g, functions) -> bool:
                     return False    # the pointer itself stored elsewhere
                 if u.index == 1 and not user.operand(0).type.is_int:
                     return False
-            elif isinstance(user, ICmp) or isinstance(user, Call) \
-                    and (user.callee_name or "") in FREE_NAMES:
-                continue
-            else:
+            elif not (isinstance(user, ICmp) or isinstance(user, Call)
+                      and (user.callee_name or "") in FREE_NAMES):
                 return False
-    return True
+    return not walk.exceeded
 
 
 def _text_block(v) -> bool:
