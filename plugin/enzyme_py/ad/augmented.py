@@ -61,9 +61,9 @@ DECLARED_INT = "enzyme.int"
 def tag_declared_integers(fn) -> int:
     """Tag (``!enzyme.int``) the stores of ``fn`` that write an integer into a field of
     a struct the source declares integer (or an element of such an array field), where
-    no TBAA says so (-O0): after the pre-AD
-    optimisation the store's address is a byte offset and ``mirrored_integer`` could no
-    longer tell.  Returns how many were tagged."""
+    no TBAA says so (-O0): after the pre-AD optimisation the store's address is a byte
+    offset, and ``mirrored_integer`` could no longer tell.  Returns how many were
+    tagged."""
     from ..analysis.types import indexed_kinds
     module, tag, n = fn.parent, None, 0
     for inst in fn.instructions():
@@ -617,7 +617,7 @@ class AugmentedForward:
             if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
-            elif eff.frees is None and eff.align is None and _escapes(inst):
+            elif eff.frees is None and eff.align is None and (escape := _escapes(inst)):
                 # handed to the caller (stored into an argument's memory or a global, and
                 # never freed here: an output array grown inside): its shadow is the
                 # caller's to free, with free(), as the block is -- a block of the C
@@ -629,7 +629,7 @@ class AugmentedForward:
                 calloc = e.declare("calloc", T.ptr, [T.i64, T.i64])
                 S = e.call(calloc, [ConstantInt(T.i64, 1), written(e, None, eff.size, args, A)])
                 gen.escaping_blocks.add(inst)
-                if self._frees_loaded_pointers() or _escapes(inst) == "some":
+                if self._frees_loaded_pointers() or escape == "some":
                     e.call(gen._rt("__enzyme_py_escaping_add"), [S])
                     gen.maybe_freed_blocks.add(inst)
             else:

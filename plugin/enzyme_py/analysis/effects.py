@@ -69,8 +69,9 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["CallEffect", "call_effect", "text_only", "libcxx_sort_element", "libm_base",
-           "PURE_MATH", "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES", "mem_intrinsic", "known_names",
-           "MPI_SIGNATURES", "mpi_base", "mpi_writes", "pure_inline_asm", "inline_asm_code"]
+           "TEXT_SPLITTERS", "PURE_MATH", "TYPE_HINTS", "ALLOC_NAMES", "FREE_NAMES",
+           "mem_intrinsic", "known_names", "MPI_SIGNATURES", "mpi_base", "mpi_writes",
+           "pure_inline_asm", "inline_asm_code"]
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,10 @@ _TABLE.update(_writes("parses a number; stores the end of the text through the s
                                    "strtoul", "strtoull"], (1, ("textptr", 8))))
 # strtok_r/strsep also write NUL bytes into the text they split: characters, which carry
 # no derivative (their shadow bytes are not read as floats); the saved position is a
-# pointer into the text, its own shadow
+# pointer into the text, its own shadow.  Later calls write into the text through that
+# hidden position: for what the calls may overwrite, they write anything
+# (``overwrite.call_writes``: loads the reverse needs are cached across them)
+TEXT_SPLITTERS = frozenset({"strtok", "strtok_r", "__strtok_r", "strsep"})
 _TABLE.update(_writes("splits text in place; stores the position reached through the "
                       "third argument", ["strtok_r", "__strtok_r"], (2, ("textptr", 8))))
 _TABLE.update(_writes("splits text in place; stores the position reached through the "

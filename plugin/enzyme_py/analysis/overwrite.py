@@ -48,7 +48,7 @@ from ..ir.attributes import Attributes, resolved
 from ..ir.instructions import (Alloca, AtomicRMW, BinaryOp, Call, Cast, CmpXchg, GEP, Load, Phi,
                                Select, Store, VAArg)
 from ..ir.values import Argument, ConstantInt
-from .effects import ALLOC_NAMES, call_effect, mpi_writes
+from .effects import ALLOC_NAMES, TEXT_SPLITTERS, call_effect, mpi_writes
 
 __all__ = ["Overwrite", "underlying_objects", "call_writes"]
 
@@ -172,6 +172,8 @@ def call_writes(call, module=None, pure=None):
     args = call.args
     eff = call_effect(name)
     kind = eff.kind if eff is not None else None
+    if name in TEXT_SPLITTERS:
+        return "all"    # (NUL bytes into the text split by an earlier call: effects.py)
     if eff is not None and eff.writes:
         return [args[k] for k, _ in eff.writes if k < len(args) and args[k].type.is_pointer]
     if kind in ("nomem", "typehint", "inactive", "math"):
