@@ -697,3 +697,29 @@ def test_cxx_shadow_passed_by_value_through_a_temporary(tmp_path, opt):
     out = build_and_run(tmp_path, CXX_SHADOW_BY_VALUE, opt, cxx=True)
     assert [float(t) for t in out.stdout.split()] == [2.25, 4.0, 3.0, 0.0], out.stdout
 
+
+
+# A struct of at most 16 bytes passed by value to the function differentiated goes in
+# registers, as one or two values; with every piece constant (an enzyme_const struct of
+# a double and an int: the int piece is constant by default) the binding is right and
+# builds.  Pieces that would take shadows are refused (test_misuse).
+SMALL_STRUCT_CONSTANT = r"""
+typedef struct { double scale; int n; } cfg;
+double f(cfg c, const double *x) {
+    double s = 0;
+    for (int i = 0; i < c.n; i++) s += c.scale * x[i] * x[i];
+    return s;
+}
+int main(void) {
+    cfg c = { 1.5, 3 };
+    double x[3] = { 1, 2, 3 }, dx[3] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_const, c, enzyme_dup, x, dx);
+    for (int i = 0; i < 3; i++) check("rev", dx[i], 3.0 * x[i]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_small_struct_by_value_all_constant(tmp_path, opt):
+    run(tmp_path, SMALL_STRUCT_CONSTANT, opt)

@@ -220,6 +220,77 @@ def through_rules(sites, registry, module) -> None:
 
 
 def parse_site(call, mode) -> AutodiffSite:
+    """The call site ``call`` of an ``__enzyme_*`` entry point (``mode``): the function
+    it differentiates and the binding of each parameter, from the markers, values and
+    shadows it passes."""
+    try:
+        site = _parse_site(call, mode)
+    except CallSiteError:
+        _refuse_split_structs(call, None)
+        raise
+    _refuse_split_structs(call, site)
+    return site
+
+
+def _refuse_split_structs(call, site) -> None:
+    """A struct of at most 16 bytes passed by value goes in registers: x86-64 splits
+    ``{double re, im}`` into two doubles, ``{int n; double *p}`` into an integer and a
+    pointer, at the call site and in the function alike.  The markers, values and
+    shadows then pair with the pieces, not with the struct (``__enzyme_fwddiff(f, z,
+    dz)`` took ``z.im`` for the tangent of ``z.re``: silently wrong, as in Enzyme).
+    clang marks every scalar argument and parameter ``noundef`` but such pieces; two
+    or more adjacent unmarked parameters (where the call site marks some argument) are
+    such a struct, refused unless each piece is constant (``site``: the bindings; None
+    where binding failed, which such a struct explains)."""
+    from ..ir.attributes import Attributes
+    target = site.fn if site is not None else _target_of(call)
+    if target is None or target.is_declaration:
+        return
+    params = target.args
+    if not any("noundef" in (q.attrs or "") for q in params) and not any(
+            "noundef" in (a or "") for i in target.instructions() if isinstance(i, Call)
+            for a in i.arg_attrs):
+        return      # (compiled by a front end that marks nothing noundef: nothing to tell)
+
+    def piece(q):
+        at = Attributes.parse(q.attrs or "")
+        return not at.has("noundef") and not any(
+            at.arg(k) is not None for k in ("byval", "byref", "sret", "inalloca"))
+    runs, k = [], 0
+    while k < len(params):
+        j = k
+        while j < len(params) and piece(params[j]):
+            j += 1
+        if j - k >= 2:
+            runs.append((k, j))
+        k = max(j, k + 1)
+    kinds = {b.index: b.kind for b in site.bindings} if site is not None else {}
+    for lo, hi in runs:
+        if site is not None and all(kinds.get(q) == "const" for q in range(lo, hi)):
+            continue
+        name = entry_name(call.callee_name or "")
+        raise CallSiteError(
+            f"{name} of '{target.name}': its parameters {lo + 1} to {hi} are the pieces of a "
+            "struct passed by value in registers (the calling convention splits a struct of "
+            "at most 16 bytes into two values), with which the markers, values and shadows "
+            "would pair instead of the struct", location=location(call),
+            hint="pass the struct by pointer: enzyme_dup, &s, &ds (or enzyme_const, &s)")
+
+
+def _target_of(call):
+    """The function an ``__enzyme_*`` call differentiates, or None."""
+    args = call.args
+    k = 1 if call.arg_attrs and "sret" in (call.arg_attrs[0] or "") else 0
+    if k >= len(args):
+        return None
+    t = args[k]
+    while isinstance(t, Cast) or (t.is_constant and not t.is_global
+                                  and getattr(t, "opcode", None) == "bitcast"):
+        t = t.operand(0)
+    return t if getattr(t, "is_function", False) else None
+
+
+def _parse_site(call, mode) -> AutodiffSite:
     loc = location(call)
     name = entry_name(call.callee_name or "")
     if mode == "fwdsplit":
