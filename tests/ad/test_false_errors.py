@@ -1306,9 +1306,14 @@ def test_global_pointer_read_before_the_code_sets_it_stops(tmp_path, opt):
 # call allocated it.  It stopped with "the pointer in global 'g_idx' was read by the
 # derivative before ..." (Enzyme 15: a verifier error at -O0, a segfault at -O2).
 INTEGER_WORKSPACE = r"""
-static int *g_idx = NULL, *g_cnt = NULL;
+static int *g_idx = NULL, *g_cnt = NULL, *g_copy = NULL;
 double f(const double *x, int n) {
-    if (!g_idx) { g_idx = malloc(sizeof(int) * n); g_cnt = calloc(n, sizeof(int)); }
+    if (!g_idx) {
+        g_idx = malloc(sizeof(int) * n); g_cnt = calloc(n, sizeof(int));
+        for (int i = 0; i < n; i++) g_idx[i] = n - 1 - i;
+        g_copy = malloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) g_copy[i] = g_idx[i];   /* a memcpy at -O1 and up */
+    }
     for (int i = 0; i < n; i++) { g_idx[i] = n - 1 - i; g_cnt[i]++; }
     double s = 0;
     for (int i = 0; i < n; i++) s += x[g_idx[i]] * x[i] * (g_cnt[i] > 0);
@@ -1320,11 +1325,12 @@ int main(void) {
     __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
     check("rev 0", dx[0], 6); check("rev 1", dx[1], 4); check("rev 2", dx[2], 2);
     check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, x, t, enzyme_const, 3), 4);
-    free(g_idx); free(g_cnt);
+    free(g_idx); free(g_cnt); free(g_copy);
     g_idx = NULL;                      /* allocated inside the derivative this time */
     for (int i = 0; i < 3; i++) dx[i] = 0;
     __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
     check("rev again", dx[0], 6);
+    free(g_idx); free(g_cnt); free(g_copy);
     return fails;
 }
 """

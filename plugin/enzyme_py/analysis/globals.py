@@ -537,8 +537,10 @@ def _integers_only(block, g, functions) -> bool:
                     return False    # the pointer itself stored elsewhere
                 if u.index == 1 and not user.operand(0).type.is_int:
                     return False
-            elif not (isinstance(user, ICmp) or isinstance(user, Call)
-                      and (user.callee_name or "") in FREE_NAMES):
+            elif not (isinstance(user, ICmp) or isinstance(user, Call) and (
+                    (user.callee_name or "") in FREE_NAMES
+                    # (its integers copied: `g_diag[i] = g_rowptr[i]` as a memcpy)
+                    or (user.callee_name or "").startswith(_MEMCOPY + ("llvm.memset.",)))):
                 return False
     return not walk.exceeded
 
