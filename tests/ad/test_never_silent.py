@@ -608,6 +608,40 @@ def test_words_of_doubles_at_constant_offsets(tmp_path, opt, union):
     assert "an integer-typed copy of memory that may hold floating-point values" in err
 
 
+# Round CA: an array of `union {double d; uint32_t w[2];}` copied word by word in one
+# function -- at -O0 the words are addressed at byte offsets computed at run time
+# (`i * 8 + k * 4` over i8), which the check took for a va_arg's and let through: the
+# gradient was 0, silently (Enzyme 15 too).  A local array is no register save area:
+# refused at -O0; at -O1 and up LLVM copies the doubles as doubles, right.
+UNION_WORD_LOOP = r"""
+#include <stdint.h>
+typedef union { double d; uint32_t w[2]; } U;
+double f(const double *x, int n) {
+    U src[4], dst[4];
+    for (int i = 0; i < n; i++) src[i].d = x[i];
+    for (int i = 0; i < n; i++) for (int k = 0; k < 2; k++) dst[i].w[k] = src[i].w[k];
+    double s = 0;
+    for (int i = 0; i < n; i++) s += dst[i].d * dst[i].d;
+    return s;
+}
+int main(void) {
+    double x[4] = { 1, 2, 3, 4 }, dx[4] = { 0 };
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 4);
+    for (int i = 0; i < 4; i++) check("rev", dx[i], 2 * x[i]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_array_of_unions_copied_word_by_word(tmp_path, opt):
+    if opt == "-O0":
+        err = build_error(tmp_path, UNION_WORD_LOOP, opt)
+        assert "an integer-typed copy of memory that may hold floating-point values" in err
+    else:
+        run(tmp_path, UNION_WORD_LOOP, opt)
+
+
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_int_array_copied_word_by_word_in_a_block_with_doubles(tmp_path, opt):
     run(tmp_path, INT_BLOCK_COPY, opt)

@@ -172,19 +172,23 @@ def word_of_float(load, p, exclude=()) -> bool:
 def _word_addressed(q, w) -> bool:
     """Whether ``q`` addresses memory word by word: not at a byte offset computed at run
     time (``p + off`` over ``i8``: a ``va_arg`` from the register save area, whose
-    integers and doubles the byte-offset analysis cannot keep apart), nor through a
-    pointer read from a ``va_list``."""
+    integers and doubles the byte-offset analysis cannot keep apart) -- but into a local
+    array (an array of ``union {double d; uint32_t w[2];}`` copied word by word at -O0)
+    --, nor through a pointer read from a ``va_list``."""
     from ..analysis.activity import underlying_object
+    computed = False
     while True:
         if isinstance(q, GEP):
             if any(not isinstance(i, ConstantInt) for i in q.indices) \
                     and not (q.source_type.is_int and q.source_type.width == w):
-                return False
+                computed = True
             q = q.operand(0)
         elif isinstance(q, Cast) and q.opcode in ("bitcast", "addrspacecast"):
             q = q.operand(0)
         else:
             break
+    if computed:
+        return isinstance(q, Alloca)
     if isinstance(q, Load):
         lst = underlying_object(q.operand(0))
         return not any(isinstance(u, Call) and (u.callee_name or "").startswith(
