@@ -633,6 +633,44 @@ int main(void) {
 """
 
 
+# Round CA: a double packed into `uint32_t` words by one helper and unpacked by another
+# (through a union, or shifts into a malloc'd buffer): at -O0 and -O1 the words went
+# through integer memory that holds no floats, and the gradient was 0, silently.  Bits
+# of an active float stored into integer memory, where the program makes floats of
+# integers it loads, are refused; -O2 refuses the copy as an integer-typed copy.
+# (-O3 passes the double to the packer as an i64 load: still 0 -- left, see the note.)
+PACKED_WORDS = r"""
+#include <stdint.h>
+typedef union { double d; uint32_t w[2]; } U;
+__attribute__((noinline)) static void pack(uint32_t *words, const double *x) {
+    U u; u.d = x[0];
+    words[0] = u.w[0]; words[1] = u.w[1];
+}
+__attribute__((noinline)) static double unpack(const uint32_t *words) {
+    U u; u.w[0] = words[0]; u.w[1] = words[1];
+    return u.d;
+}
+double f(const double *x) {
+    uint32_t buf[2];
+    pack(buf, x);
+    double y = unpack(buf);
+    return y * y;
+}
+int main(void) {
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    check("rev", dx, 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+def test_double_packed_into_words_and_unpacked(tmp_path, opt):
+    err = build_error(tmp_path, PACKED_WORDS, opt)
+    assert "integer" in err, err
+
+
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_array_of_unions_copied_word_by_word(tmp_path, opt):
     if opt == "-O0":

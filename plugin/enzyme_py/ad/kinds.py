@@ -325,7 +325,31 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     # (integer constants stored there say nothing against a float: they may be a
     # float's bits -- -O3's unswitched loop stores `<2 x i64> splat(0xffffffff)`, an
     # `{int idx; float w}` pair of -1 and 0.0f, into the array the packed pairs go to)
-    return _holds_a_float(module, inst.operand(1), size, (inst,) + _constant_stores(module))
+    if _holds_a_float(module, inst.operand(1), size, (inst,) + _constant_stores(module)):
+        return True
+    # into memory of integers, where the program makes floats of integers it loads (a
+    # double packed into `uint32_t` words by one helper, unpacked by another): the
+    # derivative would not follow the words back
+    return 4 <= size <= 8 and _floats_from_loaded_bits(module)
+
+
+def _floats_from_loaded_bits(module) -> bool:
+    """Whether the program's functions (``module.typetree_scope``) make a float of the
+    bits of integers they load: a bitcast of an integer computed (by shifts, ors,
+    extensions) from integer loads."""
+    scope = module.__dict__.get("typetree_scope") or [
+        f for f in module.functions if f.is_materialized and not f.is_declaration]
+    got = module.__dict__.get("_floats_from_loaded_bits")
+    if got is not None and got[0] is scope:
+        return got[1]
+    from ..analysis.activity import floatish
+    out = any(isinstance(i, I.Cast) and i.opcode == "bitcast" and floatish(i.type)
+              and not floatish(i.operand(0).type)
+              and any(isinstance(x, I.Load) and x.type.is_int
+                      for x in _int_sources(i.operand(0), casts=True))
+              for f in scope for i in f.instructions())
+    module.__dict__["_floats_from_loaded_bits"] = (scope, out)
+    return out
 
 
 def _constant_stores(module) -> tuple:
