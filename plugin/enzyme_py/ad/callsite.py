@@ -279,14 +279,8 @@ def _refuse_split_structs(call, site) -> None:
 
 def _target_of(call):
     """The function an ``__enzyme_*`` call differentiates, or None."""
-    args = call.args
-    k = 1 if call.arg_attrs and "sret" in (call.arg_attrs[0] or "") else 0
-    if k >= len(args):
-        return None
-    t = args[k]
-    while isinstance(t, Cast) or (t.is_constant and not t.is_global
-                                  and getattr(t, "opcode", None) == "bitcast"):
-        t = t.operand(0)
+    from .promote import call_target
+    t = call_target(call)
     return t if getattr(t, "is_function", False) else None
 
 

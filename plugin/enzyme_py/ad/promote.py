@@ -18,10 +18,12 @@ from __future__ import annotations
 from ..ir.attributes import Attributes, resolved, stripped
 from ..ir.instructions import Br, Call, Cast, Invoke, Load, Phi, Select
 
-__all__ = ["promote_call_sites", "split_chosen_targets"]
+__all__ = ["call_target", "promote_call_sites", "split_chosen_targets"]
 
 
-def _target(call):
+def call_target(call):
+    """The first argument of an ``__enzyme_*`` call (after an ``sret`` result), without
+    its casts: the function differentiated where it is one; None where there is none."""
     args = call.args
     i = 1 if call.arg_attrs and Attributes.parse(call.arg_attrs[0]).has("sret") else 0
     if i >= len(args):
@@ -34,7 +36,7 @@ def _target(call):
 
 
 def _unresolved(call) -> bool:
-    t = _target(call)
+    t = call_target(call)
     if t is None or not getattr(t, "is_function", False):
         return True
     for a in call.args:
@@ -130,7 +132,7 @@ def split_chosen_targets(found) -> bool:
     from ..ir.builder import IRBuilder
     changed = False
     for call, _ in found:
-        t = _target(call)
+        t = call_target(call)
         if not isinstance(call, Call) or not isinstance(t, (Select, Phi)):
             continue
         fns = _chosen_functions(t)
