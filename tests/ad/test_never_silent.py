@@ -637,8 +637,9 @@ int main(void) {
 # (through a union, or shifts into a malloc'd buffer): at -O0 and -O1 the words went
 # through integer memory that holds no floats, and the gradient was 0, silently.  Bits
 # of an active float stored into integer memory, where the program makes floats of
-# integers it loads, are refused; -O2 refuses the copy as an integer-typed copy.
-# (-O3 passes the double to the packer as an i64 load: still 0 -- left, see the note.)
+# integers it loads, are refused; -O2 refuses the copy as an integer-typed copy; -O3
+# passes the double to the packer as an `i64` load, and the words to the unpacker as
+# `i32` loads: the call passing the bits into integer memory is refused.
 PACKED_WORDS = r"""
 #include <stdint.h>
 typedef union { double d; uint32_t w[2]; } U;
@@ -665,7 +666,7 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2"])
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
 def test_double_packed_into_words_and_unpacked(tmp_path, opt):
     err = build_error(tmp_path, PACKED_WORDS, opt)
     assert "integer" in err, err

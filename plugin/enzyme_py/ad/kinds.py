@@ -345,11 +345,26 @@ def _floats_from_loaded_bits(module) -> bool:
     from ..analysis.activity import floatish
     out = any(isinstance(i, I.Cast) and i.opcode == "bitcast" and floatish(i.type)
               and not floatish(i.operand(0).type)
-              and any(isinstance(x, I.Load) and x.type.is_int
-                      for x in _int_sources(i.operand(0), casts=True))
+              and any(_loaded_int(x) for x in _int_sources(i.operand(0), casts=True))
               for f in scope for i in f.instructions())
     module.__dict__["_floats_from_loaded_bits"] = (scope, out)
     return out
+
+
+def _loaded_int(x) -> bool:
+    """Whether ``x`` is an integer load, or an integer parameter that some call passes an
+    integer computed from loads (-O3 loads the words in the caller: ``unpack(w[0],
+    w[1])``)."""
+    if isinstance(x, I.Load):
+        return x.type.is_int
+    if not (x.is_argument and x.type.is_int):
+        return False
+    f, k = x.parent, x.parent.args.index(x)
+    return any(isinstance(u.user, I.Call) and u.user.called_function is f
+               and k < len(u.user.args)
+               and any(isinstance(y, I.Load) and y.type.is_int
+                       for y in _int_sources(u.user.args[k], casts=True))
+               for u in f.uses)
 
 
 def _constant_stores(module) -> tuple:
@@ -525,10 +540,16 @@ def _becomes_float(value, limit=16, loose=False) -> bool:
                     and user.opcode not in I.FP_BINARY_OPS \
                     or isinstance(user, I.Cast) and user.opcode in ("trunc", "zext", "sext"):
                 work.append(user)
-            elif isinstance(user, I.Store) and user.operand(0) is v \
-                    and _holds_a_float(module, user.operand(1),
-                                       module.datalayout.store_size(v.type), user, loose):
-                return True
+            elif isinstance(user, I.Store) and user.operand(0) is v:
+                size = module.datalayout.store_size(v.type)
+                if _holds_a_float(module, user.operand(1), size, user, loose):
+                    return True
+                # into integer memory, where the program makes floats of integers it
+                # loads (-O3 hands a double to a packer as an `i64` load: `pack(words,
+                # bits)` stores it into `uint32_t` words another helper rebuilds from)
+                if value.is_argument and 4 <= size <= 8 \
+                        and _floats_from_loaded_bits(module):
+                    return True
     return False
 
 
