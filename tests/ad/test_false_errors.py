@@ -1300,6 +1300,66 @@ def test_global_pointer_read_before_the_code_sets_it_stops(tmp_path, opt):
     assert "the pointer in global 'work' was read by the derivative before" in out.stderr
 
 
+# Rounds BY and BZ (a solver keeping its double workspace in a file-scope pointer,
+# allocated or grown on first use): the first derivative call was right, any later one
+# (or one after the program's own call) stopped with "the pointer in global 'work' was
+# read by the derivative before ...".  A file-local variable that only ever holds
+# blocks of malloc/calloc/realloc gets a zeroed shadow of the block's size when read
+# first (``analysis.globals.heap_block_only``); the extern `work` above still stops.
+WORKSPACES = r"""
+static double *work;                 /* grown on demand */
+static int cap;
+static double *tab;                  /* allocated on first use */
+static double *scr;                  /* freed and allocated again each call */
+static void ensure(int n) {
+    if (cap < n) { work = (double *)realloc(work, n * sizeof(double)); cap = n; }
+}
+double energy(const double *x, int n) {
+    ensure(n);
+    if (!tab) tab = (double *)calloc(16, sizeof(double));
+    free(scr);
+    scr = (double *)malloc(n * sizeof(double));
+    for (int i = 0; i < n; i++) {
+        work[i] = sin(x[i]) * x[i];
+        tab[i % 16] = work[i] + tab[i % 16] * 0.0 + 1.0;
+        scr[i] = x[i] * tab[i % 16];
+    }
+    double s = 0;
+    for (int i = 0; i < n; i++) s += work[i] * work[(i + 1) % n] + scr[i] * scr[i];
+    return s;
+}
+int main(void) {
+    double h = 1e-6;
+    for (int n = 3; n <= 7; n += 2) {
+        double x[7], dx[7] = {0}, t[7];
+        for (int i = 0; i < n; i++) { x[i] = 0.3 + 0.1 * i; t[i] = 1.0 - 0.2 * i; }
+        energy(x, n);                               /* the program's own call first */
+        __enzyme_autodiff((void *)energy, enzyme_dup, x, dx, enzyme_const, n);
+        __enzyme_autodiff((void *)energy, enzyme_dup, x, dx, enzyme_const, n);
+        for (int i = 0; i < n; i++) {
+            double s = x[i];
+            x[i] = s + h; double fp = energy(x, n);
+            x[i] = s - h; double fm = energy(x, n);
+            x[i] = s;
+            check("rev", dx[i] / 2, (fp - fm) / (2 * h));
+        }
+        double xp[7], xm[7];
+        for (int i = 0; i < n; i++) { xp[i] = x[i] + h * t[i]; xm[i] = x[i] - h * t[i]; }
+        double want = (energy(xp, n) - energy(xm, n)) / (2 * h);
+        check("fwd", __enzyme_fwddiff_d((void *)energy, enzyme_dup, x, t, enzyme_const, n), want);
+    }
+    free(work); free(tab); free(scr);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_file_scope_workspaces_kept_between_calls(tmp_path, opt, valgrind):
+    out = run(tmp_path, WORKSPACES, opt, valgrind)
+    assert out.count("ok rev") == 15 and out.count("ok fwd") == 3, out
+
+
 # Round BY (a power-grid solver keeping its CSR index arrays in file-scope pointers,
 # allocated on first use): a block that only ever holds integers needs no shadow, and
 # the variable may be read before the derivative stores one -- the program's own first

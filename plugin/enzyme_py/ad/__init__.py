@@ -502,8 +502,11 @@ def _round(module, options, log) -> None:
         call = s.call
         _check_dup_globals(s, ctx.shadow_globals)
         if s.mode in ("reverse", "forward", "augment"):
+            _free_zero_shadows(module, ctx.shadow_globals, call, after=False)
             _zero_shadow_globals(module, ctx.shadow_globals, call)
             _zero_shadow_globals(module, ctx.shadow_lanes, call)
+        if s.mode in ("reverse", "forward"):
+            _free_zero_shadows(module, ctx.shadow_globals, call, after=True)
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":
@@ -641,6 +644,23 @@ def _check_dup_globals(site, shadows) -> None:
                     location=location(site.call),
                     hint="use the global only through the argument in the differentiated "
                          "code, or pass a local copy")
+
+
+def _free_zero_shadows(module, shadows, call, after) -> None:
+    """Before a derivative call, and after a combined one (reverse or forward mode; an
+    augmented forward's are needed until its reverse): free the zeroed shadows given
+    to workspaces left in pointer variables (``runtime.fill_shadow_check``)."""
+    from ..ir.instructions import Call
+    from .emit import Emitter
+    from .runtime import free_zero_shadows
+    if not shadows or after and not isinstance(call, Call):
+        return      # (after an invoke: left to the next derivative call)
+    e = Emitter(module)
+    if after:
+        e.position_after(call)
+    else:
+        e.position_before(call)
+    free_zero_shadows(e, module, shadows)
 
 
 def _zero_shadow_globals(module, shadows, call) -> None:

@@ -358,11 +358,15 @@ def _escapes(alloc, depth=3) -> str:
     at run time only), ``""`` where it does not escape."""
     from ..analysis.activity import underlying_object
     from ..analysis.effects import FREE_NAMES
+    from ..analysis.globals import heap_block_only
     stored = ""
     for x, u in _users_through(alloc, (GEP, Cast, Phi, Select)):
         if isinstance(u, Store) and u.operand(0) is x:
             base = underlying_object(u.operand(1))
-            if isinstance(base, Argument) or getattr(base, "is_global", False):
+            # (a file-scope workspace pointer is no way out: the next derivative call
+            # starts its shadow afresh, ``heap_block_only``)
+            if isinstance(base, Argument) or getattr(base, "is_global", False) \
+                    and not heap_block_only(base):
                 stored = stored or "all"
         elif isinstance(u, Call) and (u.callee_name or "") in FREE_NAMES:
             return ""
@@ -589,7 +593,9 @@ class AugmentedForward:
             S.insert_after(A)
             check = pointer_global_check(self.ctx.module, inst, self.ctx.shadow_globals)
             if check is not None:
-                Call(check.function_type, check, [S, A]).insert_after(S)
+                checked = Call(check.function_type, check, [S, A])
+                checked.insert_after(S)
+                S = checked
         elif isinstance(inst, Alloca):
             dl = self.ctx.module.datalayout
             size = ConstantInt(T.i64, dl.size_in_bytes(inst.allocated_type))

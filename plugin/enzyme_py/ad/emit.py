@@ -422,12 +422,17 @@ def _kept(param) -> bool:
                for u in address_uses(param, set()))
 
 
-def pointer_global_check(module, load, shadow_globals):
+def pointer_global_check(module, load, shadow_globals, plain=False, fill=True):
     """For a load of a pointer from a global holding pointers that has a shadow global
     (a file-scope pointer to scratch the differentiated code allocates:
-    ``analysis.globals``), the function that stops the program when the pointer was
-    read before the code stored its block there (``runtime.unset_shadow_check``);
-    else None."""
+    ``analysis.globals``), the function ``ptr (shadow, primal)`` giving the shadow to
+    use: where the variable only ever holds blocks of the C library's allocator
+    (``heap_block_only``), a zeroed block when the pointer was read before the code
+    stored its block there (``runtime.fill_shadow_check``; ``plain``: a ``calloc``
+    block, as forward mode's shadows are; not with ``fill`` false: vector forward
+    mode, whose other lanes have shadow globals of their own), else the check that
+    stops the program then (``runtime.unset_shadow_check``); None where no check is
+    needed."""
     if not shadow_globals or not load.type.is_pointer:
         return None
     from ..analysis.globals import global_base
@@ -439,7 +444,10 @@ def pointer_global_check(module, load, shadow_globals):
     if g is None or g not in shadow_globals or not g.value_type.is_pointer \
             or _only_stored(load):
         return None
-    from .runtime import unset_shadow_check
+    from .runtime import fill_shadow_check, unset_shadow_check
+    from ..analysis.globals import heap_block_only
+    if fill and heap_block_only(g):
+        return fill_shadow_check(module, g, shadow_globals[g], plain)
     return unset_shadow_check(module, g)
 
 

@@ -310,10 +310,14 @@ class ForwardGen:
                 if p in act.own_ptrs:   # tangents of zero where the shadow is the primal
                     shadows = [self._own_guard(p, s)[0] for s in shadows]
                 lanes = [e.load(inst.type, s, inst.align) for s in shadows]
-                (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
-                check = pointer_global_check(self.ctx.module, inst, self.ctx.rctx.shadow_globals)
+                # (lanes k > 0 read shadow globals of their own: vector mode keeps the
+                # check that stops the program)
+                check = pointer_global_check(self.ctx.module, inst,
+                                             self.ctx.rctx.shadow_globals, plain=True,
+                                             fill=self.W == 1)
                 if check is not None:
-                    e.call(check, [lanes[0], A])
+                    lanes[0] = e.call(check, [lanes[0], A])
+                (self.sh if inst in act.shadowed else self.tan)[inst] = lanes
             elif inst.type.is_int and _copied_into(inst, act.shadowed):
                 # an integer-typed copy of memory that may hold floats: copy the shadow
                 # (possibly chosen by a select, see _visit_select)

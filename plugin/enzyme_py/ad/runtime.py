@@ -662,12 +662,86 @@ def _strided(module, e, ty, move=False):
     return fn
 
 
+def zero_shadow_holder(module, g, plain: bool):
+    """The internal global that holds the zeroed shadow :func:`fill_shadow_check` made
+    for the block in the pointer variable ``g`` during the current derivative call
+    (``plain``: a ``calloc`` block, forward mode's kind; else a shadow block of
+    ``__enzyme_py_shadow_alloc``), or null; the call sites free it after the call."""
+    from ..ir.values import ConstantNull as Null
+    name = f"__enzyme_py_zero_shadow{'_plain' if plain else ''}.{g.name}"
+    h = module.get_global(name)
+    if h is None:
+        h = module.add_global(name, T.ptr, Null(T.ptr), linkage="internal", align=8,
+                              unique=False)
+    return h
+
+
+def fill_shadow_check(module, g, shadow_global, plain: bool):
+    """``ptr (ptr shadow, ptr primal)``: the shadow to use for the pointer just read from
+    the variable ``g`` (``analysis.globals.heap_block_only``: it only ever holds
+    blocks of malloc/calloc/realloc): ``shadow``, or -- where the derivative call has
+    not stored a block with a shadow there yet (``shadow`` null, ``primal`` not: a
+    workspace the program or an earlier derivative call allocated) -- a zeroed block of
+    the primal block's size (``malloc_usable_size``), stored into ``shadow_global`` and
+    into :func:`zero_shadow_holder`: what the block held before this call carries no
+    derivative in it."""
+    from .emit import Emitter
+    name = f"__enzyme_py_fill_shadow{'_plain' if plain else ''}.{g.name}"
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn
+    fn = module.add_function(name, T.FunctionType(T.ptr, [T.ptr, T.ptr]),
+                             linkage="internal", fn_attrs="noinline nounwind")
+    s, p = fn.args
+    e = Emitter(module)
+    entry, fill, ok = (fn.append_basic_block(n) for n in ("entry", "fill", "ok"))
+    e.position_at_end(entry)
+    e.cbranch(e.binop("and", e.icmp("eq", s, ConstantNull(T.ptr)),
+                      e.icmp("ne", p, ConstantNull(T.ptr))), fill, ok)
+    e.position_at_end(fill)
+    n = e.call(e.declare("malloc_usable_size", T.i64, [T.ptr]), [p])
+    if plain:
+        z = e.call(e.declare("calloc", T.ptr, [T.i64, T.i64]), [ConstantInt(T.i64, 1), n])
+        _check(module, e, fn, z, n, "allocating a shadow")
+    else:
+        z = e.call(runtime_function(module, "__enzyme_py_shadow_alloc"), [n])
+    e.store(z, shadow_global, 8)
+    e.store(z, zero_shadow_holder(module, g, plain), 8)
+    e.ret(z)
+    e.position_at_end(ok)
+    e.ret(s)
+    return fn
+
+
+def free_zero_shadows(e, module, shadows) -> None:
+    """After a derivative call (at the emitter): free the zeroed shadows
+    :func:`fill_shadow_check` made during it for the pointer variables with shadow
+    globals ``shadows`` (global -> its shadow global).  A forward-mode (``calloc``)
+    one goes only where its shadow global still holds it: the program's ``free`` or
+    ``realloc`` of the block freed it already."""
+    from ..ir.values import ConstantNull as Null
+    for g, sg in shadows.items():
+        for plain in (False, True):
+            h = module.get_global(f"__enzyme_py_zero_shadow{'_plain' if plain else ''}"
+                                  f".{g.name}")
+            if h is None:
+                continue
+            z = e.load(T.ptr, h, 8)
+            if plain:
+                z = e.select(e.icmp("eq", e.load(T.ptr, sg, 8), z), z, Null(T.ptr))
+                e.call(e.declare("free", T.void, [T.ptr]), [z])
+            else:
+                e.call(runtime_function(module, "__enzyme_py_shadow_free"), [z])
+            e.store(Null(T.ptr), h, 8)
+
+
 def unset_shadow_check(module, g):
-    """``void (ptr shadow, ptr primal)``: stops the program with a message when the
-    pointer held by the global ``g`` -- which has a shadow global because the
-    differentiated code stores a block it allocates into it -- was read before that
-    store in this derivative call (``shadow`` null where ``primal`` is not): the block
-    the caller left there has no shadow."""
+    """``ptr (ptr shadow, ptr primal)``: ``shadow``, after stopping the program with a
+    message when the pointer held by the global ``g`` -- which has a shadow global
+    because the differentiated code stores a block it allocates into it -- was read
+    before that store in this derivative call (``shadow`` null where ``primal`` is
+    not): the block the caller left there has no shadow (where ``g`` only ever holds
+    blocks of the C library's allocator, :func:`fill_shadow_check` gives it one)."""
     from .emit import Emitter
     name = f"__enzyme_py_unset_shadow.{g.name}"
     fn = module.get_function(name)
@@ -679,7 +753,7 @@ def unset_shadow_check(module, g):
            "derivative call, by the program or an earlier derivative call, has no shadow "
            "(set the global inside the differentiated function, or pass that memory as "
            "an argument with enzyme_dup); aborting\n")
-    fn = module.add_function(name, T.FunctionType(T.void, [T.ptr, T.ptr]),
+    fn = module.add_function(name, T.FunctionType(T.ptr, [T.ptr, T.ptr]),
                              linkage="internal", fn_attrs="noinline nounwind")
     s, p = fn.args
     e = Emitter(module)
@@ -694,5 +768,5 @@ def unset_shadow_check(module, g):
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.unreachable()
     e.position_at_end(ok)
-    e.ret_void()
+    e.ret(s)
     return fn

@@ -56,7 +56,7 @@ from .effects import FREE_NAMES, text_only
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
-__all__ = ["global_base", "kept_in_globals", "may_access_floats", "pointer_read_back",
+__all__ = ["global_base", "heap_block_only", "kept_in_globals", "may_access_floats", "pointer_read_back",
            "scratch_globals", "shadow_constant", "shadow_linkage", "thread_local",
            "thread_local_in_parallel", "touches"]
 
@@ -129,6 +129,7 @@ def scratch_globals(functions, inactive=(), entry_kinds=None) -> list:
                         # workspace, which a primal call may have allocated before)
                         if not _integers_only(v, g, functions):
                             out[g] = True
+                            heap_block_only(g)      # (asked now: see there)
                     elif not isinstance(v, ConstantNull):
                         # (a parameter every call among the functions passes a global
                         # for -- a setter `ws_init(&w, buf)` storing `e->x = v` -- stores
@@ -543,6 +544,61 @@ def _integers_only(block, g, functions) -> bool:
                     or (user.callee_name or "").startswith(_MEMCOPY + ("llvm.memset.",)))):
                 return False
     return not walk.exceeded
+
+
+_HEAP = frozenset({"malloc", "calloc", "realloc"})
+
+
+def heap_block_only(g) -> bool:
+    """Whether the pointer variable ``g`` only ever holds blocks of the C library's
+    allocator, or null: ``g`` is file-local, every store into it anywhere in the program
+    stores the result of ``malloc``, ``calloc`` or ``realloc`` itself (no offset into
+    one), and no function returns, stores elsewhere or hands to the code it calls for a
+    derivative a pointer read from it -- a file-scope workspace allocated or grown on
+    first use (``static double *buf; if (cap < n) buf = realloc(buf, ...)``).  A block
+    that the program or an earlier derivative call left there holds values that carry
+    no derivative in this call and is reached through no argument, so its shadow may
+    start as a zeroed block of its size (``malloc_usable_size``): see
+    ``runtime.unset_shadow_check``.  Asked first by :func:`scratch_globals`, before
+    the derivative code (which caches what it reads) exists; the answer is kept."""
+    if not isinstance(g, GlobalVariable):
+        return False
+    memo = g.parent.__dict__.setdefault("_heap_block_only", {})
+    if g not in memo:
+        memo[g] = _heap_block_only(g)
+    return memo[g]
+
+
+def _heap_block_only(g) -> bool:
+    from ..ir.instructions import GEP, Cast, Phi, Select
+    if g.linkage not in ("internal", "private") or thread_local(g) \
+            or not g.value_type.is_pointer:
+        return False
+    for u in g.uses:
+        user = u.user
+        if isinstance(user, Store) and u.index == 1:
+            v = user.operand(0)
+            if not (isinstance(v, ConstantNull) or isinstance(v, Call)
+                    and (v.callee_name or "") in _HEAP):
+                return False
+        elif isinstance(user, Load) and user.type.is_pointer:
+            walk, seen = [user], set()
+            while walk:
+                x = walk.pop()
+                if x in seen:
+                    continue
+                seen.add(x)
+                for w in x.uses:
+                    if isinstance(w.user, (GEP, Cast, Phi, Select)):
+                        walk.append(w.user)
+                    elif isinstance(w.user, Ret) or isinstance(w.user, Store) \
+                            and w.index == 0 and w.user.operand(1) is not g \
+                            or isinstance(w.user, Call) \
+                            and (w.user.callee_name or "").startswith("__enzyme_"):
+                        return False    # (a caller could pass the block with a shadow)
+        else:
+            return False
+    return True
 
 
 def _text_block(v) -> bool:
