@@ -211,6 +211,69 @@ def test_dynamic_array_grown_in_push(tmp_path, opt):
     run(tmp_path, DARRAY, opt)
 
 
+# Round CA: a vector in an output struct grown by realloc inside the differentiated
+# function -- from empty, and the caller's own block with a value in it.  The gradient
+# was right, then the caller's free(dv.data) crashed (munmap_chunk(): invalid pointer):
+# the grown block's shadow came from the pass's own allocator.  It is a plain calloc
+# block now, as the caller's free wants it (``AugmentedForward._escaping_realloc``).
+OUTPUT_GROWN = r"""
+typedef struct { int n, cap; double *data; } Vec;
+static void push(Vec *v, double x) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 2;
+        v->data = (double *)realloc(v->data, v->cap * sizeof(double));
+    }
+    v->data[v->n++] = x;
+}
+double f(const double *x, int n, Vec *out) {
+    for (int i = 0; i < n; i++) push(out, x[i] * x[i]);
+    double s = 0;
+    for (int i = 0; i < out->n; i++) s += sin(out->data[i]) * (i + 1);
+    return s;
+}
+static void fresh(Vec *v, Vec *dv, int given) {
+    v->n = 0; v->cap = 0; v->data = NULL;
+    if (given) {                  /* the caller's block, one value in it */
+        v->cap = 3; v->n = 1;
+        v->data = (double *)malloc(3 * sizeof(double)); v->data[0] = 0.5;
+    }
+    if (dv) { *dv = *v; dv->data = given ? (double *)calloc(3, sizeof(double)) : NULL; }
+}
+static double fval(const double *x, int n, int given) {
+    Vec v; fresh(&v, NULL, given);
+    double r = f(x, n, &v);
+    free(v.data);
+    return r;
+}
+int main(void) {
+    double h = 1e-6;
+    for (int given = 0; given <= 1; given++) {
+        double x[7] = {0.1, 0.4, -0.3, 0.8, 0.2, -0.6, 0.7}, dx[7] = {0};
+        Vec v, dv;
+        fresh(&v, &dv, given);
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 7, enzyme_dup, &v, &dv);
+        for (int i = 0; i < 7; i++) {
+            double s = x[i];
+            x[i] = s + h; double fp = fval(x, 7, given);
+            x[i] = s - h; double fm = fval(x, 7, given);
+            x[i] = s;
+            check(given ? "rev given" : "rev", dx[i], (fp - fm) / (2 * h));
+        }
+        if (v.n != 7 + given || v.cap < v.n) printf("FAIL n %d cap %d\n", v.n, v.cap);
+        free(v.data);
+        free(dv.data);
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_output_vector_grown_by_realloc(tmp_path, opt, valgrind):
+    out = run(tmp_path, OUTPUT_GROWN, opt, valgrind)
+    assert out.count("ok rev") == 14, out
+
+
 MEMMOVE = r"""
 double f(const double *x) {
     double z[5];

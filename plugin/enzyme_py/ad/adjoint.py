@@ -436,10 +436,14 @@ class AdjointSweep:
                     # (whatever they hold: the old shadow is not used after the realloc,
                     # and the forward sweep copied it into the new one)
                     old = gen.shadow(args[0], b)
-                    osz = e.call(gen._rt("__enzyme_py_shadow_size"), [old])
-                    n = gen.primal(args[1], b)
-                    n = n if n.type == T.i64 else e.cast("zext", n, T.i64)
-                    m = e.select(e.icmp("ult", osz, n), osz, n)
+                    if inst in gen.realloc_moved:   # (a plain block: its bytes copied)
+                        m = gen._cached(("moved", inst), gen.realloc_moved[inst], T.i64,
+                                        inst.parent, b)
+                    else:
+                        osz = e.call(gen._rt("__enzyme_py_shadow_size"), [old])
+                        n = gen.primal(args[1], b)
+                        n = n if n.type == T.i64 else e.cast("zext", n, T.i64)
+                        m = e.select(e.icmp("ult", osz, n), osz, n)
                     memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void,
                                        [T.ptr, T.ptr, T.i64, T.i1])
                     e.call(memcpy, [old, sh, m, ConstantInt(T.i1, 0)])

@@ -440,6 +440,7 @@ class AugmentedForward:
         gen.mem_strides = {}    # ... of those, copies of n structs -> the struct's size
         gen.escaping_blocks = set()     # allocations whose shadow the caller frees
         gen.maybe_freed_blocks = set()  # ... unless the program freed them (runtime_escape)
+        gen.realloc_moved = {}          # escaping realloc -> bytes of the old shadow copied
         gen.float_copies = {}   # integer store copying a double/float -> its load, type
 
     def build(self):
@@ -624,7 +625,9 @@ class AugmentedForward:
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.position_before(nxt)
             args = A.args
-            if eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
+            if name == "realloc" and (escape := _escapes(inst)):
+                S = self._escaping_realloc(inst, A)
+            elif eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
             elif eff.frees is None and eff.align is None and (escape := _escapes(inst)):
@@ -649,6 +652,57 @@ class AugmentedForward:
         else:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
         gen.sh_aug[inst] = S
+
+    def _escaping_realloc(self, inst, A):
+        """The shadow of ``realloc(old, n)`` whose block is handed to the caller (stored
+        into an argument's memory, ``_escapes``: a vector in an output struct grown
+        inside): a plain ``calloc`` block, as the caller's ``free`` wants it, of the
+        new block's usable size, holding the old shadow's first bytes -- as many as the
+        old block had (a shadow block's own size, ``_pool_shadow``; else
+        ``malloc_usable_size`` of the primal before the ``realloc``: the old shadow,
+        ours or the caller's, is at least that large).  The old shadow stays
+        alive for the reverse sweep, which moves those bytes' adjoints back into it
+        (``realloc_moved``); the new one goes to the registry of escaping shadows
+        (``runtime_escape``), and the old one is marked freed there: a block an earlier
+        growth made is freed at the reverse of its allocation, the last one is the
+        caller's.  (The caller's own old shadow block is left to leak.)"""
+        e, gen = self.e, self.gen
+        i64 = T.i64
+        usable = e.declare("malloc_usable_size", i64, [T.ptr])
+        calloc = e.declare("calloc", T.ptr, [i64, i64])
+        S = e.call(calloc, [ConstantInt(i64, 1), e.call(usable, [A])])
+        e.call(gen._rt("__enzyme_py_escaping_add"), [S])
+        gen.escaping_blocks.add(inst)
+        gen.maybe_freed_blocks.add(inst)
+        moved = ConstantInt(i64, 0)
+        if inst.args[0] in self.act.shadowed:
+            old = gen._sh_aug(inst.args[0], inst)
+            if self._pool_shadow(inst.args[0]):
+                had = e.call(gen._rt("__enzyme_py_shadow_size"), [old])
+            else:
+                here = e._before
+                e.position_before(A)
+                had = e.call(usable, [A.args[0]])
+                e.position_before(here)
+            n = A.args[1] if A.args[1].type == i64 else e.cast("zext", A.args[1], i64)
+            moved = e.select(e.icmp("ult", had, n), had, n)
+            memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
+            e.call(memcpy, [S, old, moved, ConstantInt(T.i1, 0)])
+            e.call(gen._rt("__enzyme_py_escaping_mark"), [old])
+        gen.realloc_moved[inst] = moved
+        return S
+
+    def _pool_shadow(self, p) -> bool:
+        """Whether the shadow of the pointer ``p`` is a block of
+        ``__enzyme_py_shadow_alloc`` (its size in its header): ``p`` is a block the
+        code allocates right here, not handed to the caller."""
+        from ..analysis.activity import underlying_object
+        a = underlying_object(p)
+        return isinstance(a, Call) and a in self.act.shadowed \
+            and a not in self.gen.escaping_blocks and a not in self.gen.replaced_calls \
+            and a not in self.mirrored \
+            and (eff := call_effect(a.callee_name or "")) is not None and eff.kind == "alloc" \
+            and eff.align is None and eff.out is None
 
     def _aug_store(self, inst, A):
         gen = self.gen
@@ -773,19 +827,22 @@ class AugmentedForward:
         to the caller (``_escapes``): only then are the program's frees recorded."""
         return self._runs_any("hands_blocks_to_caller", lambda i: (
             isinstance(i, Call) and (eff := call_effect(i.callee_name or "")) is not None
-            and eff.kind == "alloc" and eff.frees is None and eff.align is None
-            and _escapes(i)))
+            and eff.kind == "alloc" and eff.align is None
+            and (eff.frees is None or i.callee_name == "realloc") and _escapes(i)))
 
     def _frees_loaded_pointers(self) -> bool:
         """Whether the differentiated functions free a pointer they read from memory (a
-        destroy function freeing ``s->buf``): a block stored into an argument's memory
+        destroy function freeing ``s->buf``), or grow a block with ``realloc``: a block stored into an argument's memory
         may then be freed later in the same derivative call, and its shadow must go at
         the reverse of its allocation, as any other."""
         from ..analysis.activity import underlying_object
         from ..analysis.effects import FREE_NAMES
         return self._runs_any("frees_loaded_pointers", lambda i: (
-            isinstance(i, Call) and (i.callee_name or "") in FREE_NAMES and i.args
-            and isinstance(underlying_object(i.args[0]), Load)))
+            isinstance(i, Call) and i.args and (
+                (i.callee_name or "") in FREE_NAMES
+                and isinstance(underlying_object(i.args[0]), Load)
+                # (a block grown by realloc: its shadow is marked freed there)
+                or i.callee_name == "realloc" and not isinstance(i.args[0], ConstantNull))))
 
     def _runs_any(self, key, pred) -> bool:
         """Whether ``pred`` holds for an instruction of a function the same derivative
