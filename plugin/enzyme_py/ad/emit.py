@@ -319,7 +319,8 @@ def sync_text_objects(e, inst, A, shadows_of) -> None:
     a string's (32 bytes in libstdc++, 24 in libc++): clang marks a string that is the
     first member of a struct with the struct's size (``std::swap`` of two
     ``std::pair<std::string, double>`` passes the pairs), and the bytes after the string
-    are not text -- the double's adjoint was overwritten with its value."""
+    are not text -- the double's adjoint was overwritten with its value.  A null shadow
+    (a string without one, passed on) gets nothing."""
     from ..analysis.types import string_object_size
     from ..ir.attributes import Attributes
     callee = inst.called_function
@@ -343,7 +344,11 @@ def sync_text_objects(e, inst, A, shadows_of) -> None:
         if memcpy is None:
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, T.i64, T.i1])
         for sh in shadows:
-            e.call(memcpy, [sh, A.args[j], ConstantInt(T.i64, n), ConstantInt(T.i1, 0)])
+            # (none where the string has no shadow: a global `std::string` key, read
+            # through a tuple of references whose shadow holds null for it)
+            k = e.select(e.icmp("eq", sh, ConstantNull(T.ptr)), ConstantInt(T.i64, 0),
+                         ConstantInt(T.i64, n))
+            e.call(memcpy, [sh, A.args[j], k, ConstantInt(T.i1, 0)])
 
 
 def loaded_own_shadow(v, own_shadow) -> bool:
