@@ -672,6 +672,48 @@ def test_double_packed_into_words_and_unpacked(tmp_path, opt):
     assert "integer" in err, err
 
 
+# Round CB: HH-suite's fast log2 (Mitchell's approximation) converts the bits of the
+# float, as an integer, to a float: `(float)(bits(x) - 0x3F800000) * 0x1p-23`.  The
+# gradient was 0, silently (the refusal covered bits turned back into floats by a
+# bitcast, not converted by sitofp).  The exponent alone (`(bits >> 52) & 0x7ff`, as
+# ilogb takes it) is constant between powers of two, and builds.
+BITS_AS_A_NUMBER = r"""
+#include <stdint.h>
+float fastlog2(float x) {
+    union { float f; int32_t i; } z; z.f = x;
+    return (float)(z.i - 0x3F800000) * (1.0f / (1 << 23));
+}
+double f(const double *x) { return x[0] * fastlog2((float)x[0]); }
+int main(void) {
+    double x = 3, dx = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    printf("dx %g\n", dx);
+    return 0;
+}
+"""
+
+EXPONENT_ONLY = r"""
+#include <stdint.h>
+static double scaled(double x) {
+    uint64_t b; memcpy(&b, &x, 8);
+    int e = (int)((b >> 52) & 0x7ff) - 1023;
+    return x * x + (double)e;
+}
+int main(void) {
+    check("rev", __enzyme_autodiff_d((void *)scaled, enzyme_out, 3.0), 6);
+    check("fwd", __enzyme_fwddiff_d((void *)scaled, enzyme_dup, 3.0, 1.0), 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_float_bits_converted_as_a_number(tmp_path, opt):
+    err = build_error(tmp_path, BITS_AS_A_NUMBER, opt)
+    assert "moved through integer operations" in err, err
+    run(tmp_path, EXPONENT_ONLY, opt)
+
+
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_array_of_unions_copied_word_by_word(tmp_path, opt):
     if opt == "-O0":

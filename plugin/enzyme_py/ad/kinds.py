@@ -145,7 +145,8 @@ def check(inst, act, where):
             "cannot follow", location=where() if callable(where) else where,
             hint="pass the union or vector by pointer, or read it with the type it was "
                  "stored as; at -O1 and above LLVM keeps the floats apart")
-    if isinstance(inst, I.Cast) and _float_bits_rearranged(inst, act) \
+    if isinstance(inst, I.Cast) and (_float_bits_rearranged(inst, act)
+                                     or _float_bits_valued(inst, act)) \
             or isinstance(inst, I.Store) and _float_bits_stored(inst, act):
         raise NoDerivativeError(
             "floating-point values moved through integer operations (shifted, truncated, "
@@ -269,6 +270,55 @@ def _float_bits_rearranged(inst, act, limit=32) -> bool:
         # derivative does not follow the bitcast
         return True
     return _float_bits(x, act, moved_only=True, limit=limit)
+
+
+_MANTISSA_BITS = {"half": 10, "bfloat": 7, "float": 23, "double": 52, "x86_fp80": 63,
+                  "fp128": 112}
+
+
+def _float_bits_valued(inst, act, limit=32) -> bool:
+    """Whether the conversion ``inst`` (``sitofp``/``uitofp``) takes the value of an
+    integer computed from the bits of a floating-point value that carries a derivative,
+    mantissa bits included -- Mitchell's ``log2``, ``(float)(bits(x) - 0x3F800000) *
+    0x1p-23`` (HH-suite's ``flog2``): the result moves with the float, and no derivative
+    follows the integer.  Bits shifted right past the mantissa (the exponent alone, as
+    ``ilogb`` takes it) are constant between powers of two: their derivative is zero."""
+    from ..analysis.activity import floatish
+    from ..analysis.types import memory_kinds
+    from ..ir.values import ConstantInt
+    if inst.opcode not in ("sitofp", "uitofp") or not inst.operand(0).type.is_int:
+        return False
+    work, seen = [(inst.operand(0), 0)], set()
+    while work and limit:
+        limit -= 1
+        v, shift = work.pop()
+        if (v, shift) in seen:
+            continue
+        seen.add((v, shift))
+        if isinstance(v, I.BinaryOp) and v.opcode not in I.FP_BINARY_OPS:
+            by = v.operand(1)
+            if v.opcode in ("lshr", "ashr") and isinstance(by, ConstantInt):
+                work.append((v.operand(0), shift + by.value))
+            else:
+                work.extend((o, shift) for o in v.operands if not o.is_constant)
+        elif isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
+            work.append((v.operand(0), shift))
+        elif isinstance(v, (I.Phi, I.Select, I.Freeze)):
+            work.extend((o, shift) for o in (
+                v.merged if isinstance(v, (I.Phi, I.Select)) else v.operands))
+        elif isinstance(v, I.Cast) and v.opcode == "bitcast":
+            src = v.operand(0)
+            if floatish(src.type) and not src.type.is_vector \
+                    and (src in act.active or src in act.pruned) \
+                    and shift < _MANTISSA_BITS.get(str(src.type), 0):
+                return True
+        elif isinstance(v, I.Load) and v.operand(0) in act.shadowed:
+            kinds = memory_kinds([v.operand(0)], exclude=v)
+            width = v.type.width
+            if "double" in kinds and width == 64 and shift < 52 \
+                    or "float" in kinds and width == 32 and shift < 23:
+                return True
+    return False
 
 
 def _float_punned_store(inst, act) -> bool:
