@@ -274,6 +274,60 @@ def test_output_vector_grown_by_realloc(tmp_path, opt, valgrind):
     assert out.count("ok rev") == 14, out
 
 
+# Round CB: coalescent intervals collected into an array a helper grows with realloc
+# and hands back through an out-pointer; the function frees it.  The first block's
+# shadow is a plain calloc block (it is handed on), and the shadow realloc read a size
+# header in front of it: "corrupted size vs. prev_size" (-O0, and -O1/-O2 with the
+# helper out of line).
+INTERVALS = r"""
+typedef struct { double len; int lineages; int coal; } interval_t;
+__attribute__((noinline)) static int collect(const double *times, const int *type, int nev, interval_t **out) {
+  int cap = 2, n = 0, k = 0; double tprev = 0;
+  interval_t *iv = malloc(cap * sizeof *iv);
+  for (int e = 0; e < nev; e++) {
+    if (k >= 2) {
+      if (n == cap) { cap *= 2; iv = realloc(iv, cap * sizeof *iv); }
+      iv[n].len = times[e] - tprev; iv[n].lineages = k; iv[n].coal = (type[e] < 0); n++;
+    }
+    k += (type[e] > 0) ? 1 : -1;
+    tprev = times[e];
+  }
+  *out = iv;
+  return n;
+}
+double f(const double *lt, const double *times, const int *type, int nev) {
+  interval_t *iv = NULL; double ll = 0;
+  int n = collect(times, type, nev, &iv);
+  for (int i = 0; i < n; i++) {
+    double th = exp(lt[0]);
+    ll += -0.5 * iv[i].lineages * (iv[i].lineages - 1) * iv[i].len / th;
+    if (iv[i].coal) ll -= log(th);
+  }
+  free(iv);
+  return ll;
+}
+int main(void) {
+    double times[20]; int type[20], nev = 0;
+    for (int i = 0; i < 10; i++) { times[nev] = 0; type[nev++] = +1; }
+    for (int i = 0; i < 9; i++) { times[nev] = 0.1 * (i + 1); type[nev++] = -1; }
+    double lt[1] = {-0.5}, g[1] = {0}, h = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_dup, lt, g, enzyme_const, times, enzyme_const, type,
+                      enzyme_const, nev);
+    double p[1] = {lt[0] + h}, m[1] = {lt[0] - h};
+    check("rev", g[0], (f(p, times, type, nev) - f(m, times, type, nev)) / (2 * h));
+    double t[1] = {1};
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, lt, t, enzyme_const, times,
+                                    enzyme_const, type, enzyme_const, nev), g[0]);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_intervals_grown_by_realloc_in_a_helper(tmp_path, opt, valgrind):
+    run(tmp_path, INTERVALS, opt, valgrind)
+
+
 MEMMOVE = r"""
 double f(const double *x) {
     double z[5];
