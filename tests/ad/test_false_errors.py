@@ -328,6 +328,49 @@ def test_intervals_grown_by_realloc_in_a_helper(tmp_path, opt, valgrind):
     run(tmp_path, INTERVALS, opt, valgrind)
 
 
+# Rounds BY and CA: records holding a pointer and doubles shifted along an array (a
+# delay line of taps, each pointing at its input), which -O1 and up make one memmove:
+# refused, "memcpy/memset over memory that mixes floating-point values and pointers".
+# A memmove within one object by a distance at which the float runs repeat is now
+# moved record by record (pointers' shadows forward, adjoints back), in the order the
+# overlap needs -- shifted up and down here.
+SHIFTED_TAPS = r"""
+typedef struct { double w; const double *src; double acc; } Tap;
+/* a delay line of taps, each pointing at the input it came from */
+double f(const double *in, int n) {
+    Tap t[6];
+    for (int i = 0; i < 6; i++) { t[i].w = 0.5 + i; t[i].src = &in[0]; t[i].acc = 0; }
+    for (int k = 0; k < n; k++) {
+        for (int i = 5; i > 0; i--) t[i] = t[i - 1];          /* shift up */
+        t[0].src = &in[k]; t[0].acc = in[k] * in[k]; t[0].w = 1.0 + k;
+    }
+    double s = 0;
+    for (int i = 0; i < 6; i++) s += t[i].w * t[i].acc * *t[i].src;
+    for (int i = 0; i < 5; i++) t[i] = t[i + 1];              /* shift down */
+    for (int i = 0; i < 5; i++) s += sin(t[i].acc) * *t[i].src;
+    return s;
+}
+int main(void) {
+    double x[5] = {0.3, -0.7, 1.1, 0.4, 0.9}, dx[5] = {0}, h = 1e-6;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 5);
+    for (int i = 0; i < 5; i++) {
+        double s = x[i];
+        x[i] = s + h; double fp = f(x, 5);
+        x[i] = s - h; double fm = f(x, 5);
+        x[i] = s;
+        check("rev", dx[i], (fp - fm) / (2 * h));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_records_with_pointers_shifted_along_an_array(tmp_path, opt, valgrind):
+    out = run(tmp_path, SHIFTED_TAPS, opt, valgrind)
+    assert out.count("ok rev") == 5, out
+
+
 MEMMOVE = r"""
 double f(const double *x) {
     double z[5];

@@ -1292,6 +1292,14 @@ class AugmentedForward:
             if fields is not None:
                 gen.mem_fields[inst] = fields
                 return "mixed"
+        if "ptr" in kinds and mem == "memmove":
+            # records of pointers and floats shifted along one array (a history
+            # `s[i] = s[i - 1]`, one memmove at -O1): record by record, in the order
+            # the overlap needs
+            fields = self._shifted_records(inst)
+            if fields is not None:
+                gen.mem_fields[inst] = fields
+                return "mixed"
         if "ptr" not in kinds:
             names = {"double": "double", "float": "float", "float-other": "long double "
                      "(or half)"}
@@ -1338,6 +1346,39 @@ class AugmentedForward:
             self.gen.mem_strides[inst] = size
         return got
 
+    def _shifted_records(self, inst):
+        """For a memmove of a constant size within one object, by a distance ``d`` at
+        which the float runs of the bytes moved repeat (records of pointers and floats
+        shifted along an array): the float runs of one ``d``-byte record (the copy is
+        then ``size / d`` records, ``gen.mem_strides``); else None."""
+        from ..analysis.activity import base_offset
+        n = inst.args[2]
+        dl = self.ctx.module.datalayout
+        (a, oa), (b, ob) = (base_offset(p, dl) for p in inst.args[:2])
+        if not isinstance(n, ConstantInt) or a is None or a is not b or oa is None \
+                or ob is None or oa == ob:
+            return None
+        size, d = n.value, abs(oa - ob)
+        runs = self._float_fields(inst, pointers=True)
+        if runs is None or size % d:
+            return None
+        # (by single values: runs of adjacent records may have been merged)
+        got = {(off + j, k) for off, k, m in runs
+               for w in [8 if k == "double" else 4] for j in range(0, m, w)}
+        if any(off + d < size and (off + d, k) not in got for off, k in got):
+            return None
+        one = []
+        for off, k in sorted(x for x in got if x[0] < d):
+            w = 8 if k == "double" else 4
+            if off + w > d:
+                return None
+            if one and one[-1][1] == k and one[-1][0] + one[-1][2] == off:
+                one[-1] = (one[-1][0], k, one[-1][2] + w)
+            else:
+                one.append((off, k, w))
+        self.gen.mem_strides[inst] = d
+        return one
+
     def _aug_mixed_copy(self, inst, A):
         """The forward sweep of a struct copy mixing pointer and floating-point fields:
         the bytes between the float runs (pointers, integers) of the destination's
@@ -1381,7 +1422,9 @@ class AugmentedForward:
         e.position_before(A.parent.instructions[A.parent.index_of(A) + 1])
         if stride is not None:      # the same gaps in each of n structs
             from .runtime import runtime_function
-            each = runtime_function(self.ctx.module, "__enzyme_py_strided_copy")
+            move = _mem_intrinsic(inst.callee_name or "") == "memmove"
+            each = runtime_function(self.ctx.module, "__enzyme_py_strided_move_copy"
+                                    if move else "__enzyme_py_strided_copy")
             n = A.args[2] if A.args[2].type == T.i64 else e.cast("zext", A.args[2], T.i64)
             for at, gap in _gaps(gen.mem_fields[inst], stride):
                 e.call(each, [to, from_, n] + [ConstantInt(T.i64, v)

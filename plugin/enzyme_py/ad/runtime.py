@@ -623,10 +623,12 @@ def _strided(module, e, ty, move=False):
     bytes: the forward sweep moves the pointers' shadows, the reverse the floats'
     adjoints, field run by field run.  ``__enzyme_py_strided_move_adj_<ty>``: the same
     for a memmove, whose ranges may overlap: the elements are taken downwards where
-    the destination lies below the source (``_copy_adjoint``'s order)."""
+    the destination lies below the source (``_copy_adjoint``'s order);
+    ``__enzyme_py_strided_move_copy``: the copy for a memmove (records shifted along
+    an array), downwards where the destination lies above the source."""
     from .emit import type_suffix
     i64 = T.i64
-    name = "__enzyme_py_strided_copy" if ty is None \
+    name = f"__enzyme_py_strided_{'move_' if move else ''}copy" if ty is None \
         else f"__enzyme_py_strided_{'move_' if move else ''}adj_{type_suffix(ty)}"
     fn, new = _new(module, name, T.void, [T.ptr, T.ptr, i64, i64, i64, i64])
     if not new:
@@ -639,7 +641,10 @@ def _strided(module, e, ty, move=False):
     count = e.binop("udiv", nb, stride)
     first, step = ConstantInt(i64, 0), stride
     if move:
-        down = e.icmp("ult", e.cast("ptrtoint", d, i64), e.cast("ptrtoint", s, i64))
+        # (the copy itself goes down where the destination lies above the source; its
+        # reverse, the other way)
+        down = e.icmp("ult" if ty is not None else "ugt",
+                      e.cast("ptrtoint", d, i64), e.cast("ptrtoint", s, i64))
         last = e.binop("mul", e.binop("sub", count, ConstantInt(i64, 1)), stride)
         first = e.select(down, last, first)
         step = e.select(down, e.binop("sub", ConstantInt(i64, 0), stride), stride)
