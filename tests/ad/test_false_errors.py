@@ -1520,6 +1520,48 @@ def test_file_scope_workspaces_kept_between_calls(tmp_path, opt, valgrind):
     assert out.count("ok rev") == 15 and out.count("ok fwd") == 3, out
 
 
+# Round CC: observations loaded from a file on the first call into a file-scope
+# pointer (a calibration harness); the program's own call comes first.  The derivative
+# stopped with "the pointer in global 's_q' was read by the derivative before ...".
+LAZY_OBSERVATIONS = r"""
+#include <unistd.h>
+static double *s_q = NULL;
+static int s_n = 0;
+static char path[64];
+static int load(void) {
+    if (s_q) return s_n;
+    FILE *f = fopen(path, "rb");
+    if (!f) exit(2);
+    s_n = 3; s_q = malloc(s_n * sizeof(double));
+    if (fread(s_q, sizeof(double), s_n, f) != 3) exit(2);
+    fclose(f);
+    return s_n;
+}
+double sse(const double *p) {
+    int n = load(); double J = 0;
+    for (int t = 0; t < n; ++t) J += (p[0] * t - s_q[t]) * (p[0] * t - s_q[t]);
+    return J;
+}
+int main(void) {
+    double q[3] = {1, 2, 3};
+    snprintf(path, sizeof path, "/tmp/enzyme_py_obs_%d.bin", (int)getpid());
+    FILE *f = fopen(path, "wb"); fwrite(q, sizeof(double), 3, f); fclose(f);
+    double p[1] = {0.0}, dp[1] = {0.0};
+    check("primal", sse(p), 14);
+    __enzyme_autodiff((void *)sse, enzyme_dup, p, dp);
+    check("rev", dp[0], -16);
+    check("fwd", __enzyme_fwddiff_d((void *)sse, enzyme_dup, p, (double[]){1.0}), -16);
+    unlink(path);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_observations_loaded_into_a_file_scope_pointer(tmp_path, opt):
+    run(tmp_path, LAZY_OBSERVATIONS, opt)
+
+
 # Round BY (a power-grid solver keeping its CSR index arrays in file-scope pointers,
 # allocated on first use): a block that only ever holds integers needs no shadow, and
 # the variable may be read before the derivative stores one -- the program's own first

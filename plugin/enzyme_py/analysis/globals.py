@@ -570,7 +570,6 @@ def heap_block_only(g) -> bool:
 
 
 def _heap_block_only(g) -> bool:
-    from ..ir.instructions import GEP, Cast, Phi, Select
     if g.linkage not in ("internal", "private") or thread_local(g) \
             or not g.value_type.is_pointer:
         return False
@@ -579,25 +578,47 @@ def _heap_block_only(g) -> bool:
         if isinstance(user, Store) and u.index == 1:
             v = user.operand(0)
             if not (isinstance(v, ConstantNull) or isinstance(v, Call)
-                    and (v.callee_name or "") in _HEAP):
+                    and (v.callee_name or "") in _HEAP and _plain_block(v, g)):
                 return False
-        elif isinstance(user, Load) and user.type.is_pointer:
-            walk, seen = [user], set()
-            while walk:
-                x = walk.pop()
-                if x in seen:
-                    continue
-                seen.add(x)
-                for w in x.uses:
-                    if isinstance(w.user, (GEP, Cast, Phi, Select)):
-                        walk.append(w.user)
-                    elif isinstance(w.user, Ret) or isinstance(w.user, Store) \
-                            and w.index == 0 and w.user.operand(1) is not g \
-                            or isinstance(w.user, Call) \
-                            and (w.user.callee_name or "").startswith("__enzyme_"):
-                        return False    # (a caller could pass the block with a shadow)
-        else:
+        elif not (isinstance(user, Load) and user.type.is_pointer and _plain_block(user, g)):
             return False
+    return True
+
+
+def _plain_block(p, g, depth=3) -> bool:
+    """Whether the block ``p`` points to (read from, or stored into, the pointer
+    variable ``g``) holds no pointers -- none is loaded from it or stored into it, here
+    or in the defined functions it is passed to, ``depth`` calls down: its shadow may
+    start as zeros -- and is not returned, stored elsewhere or passed to an entry
+    point (a caller could pass it with a shadow)."""
+    from ..ir.instructions import GEP, Cast, Phi, Select
+    walk, seen = [p], set()
+    while walk:
+        x = walk.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        for w in x.uses:
+            user = w.user
+            if isinstance(user, (GEP, Cast, Phi, Select)):
+                walk.append(user)
+            elif isinstance(user, Load):
+                if has_pointer(user.type):
+                    return False
+            elif isinstance(user, Store):
+                if w.index == 0 and user.operand(1) is not g \
+                        or w.index == 1 and has_pointer(user.operand(0).type):
+                    return False
+            elif isinstance(user, Ret):
+                return False
+            elif isinstance(user, Call):
+                if (user.callee_name or "").startswith("__enzyme_"):
+                    return False
+                f = user.called_function
+                if f is not None and not f.is_declaration:
+                    if not depth or w.index >= len(f.args) \
+                            or not _plain_block(f.args[w.index], g, depth - 1):
+                        return False
     return True
 
 
