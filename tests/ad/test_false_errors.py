@@ -1245,6 +1245,36 @@ def test_scratch_global_in_vector_forward_mode(tmp_path, opt):
     run(tmp_path, SCRATCH_WIDTH, opt)
 
 
+# Round CA: a file-local helper taking the function as a parameter (a template
+# `grad(F f, ...)`, a C `static void grad(double (*f)(...), ...)`) at -O0: "the first
+# argument must be a function known at compile time" (-O1 and up inline the helper).
+# Such a holder is inlined into its callers, which pass the function.
+PASSED_IN = r"""
+double sq(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * x[i]; return s; }
+double sn(const double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += sin(x[i]); return s; }
+static void grad(double (*f)(const double *, int), const double *x, double *dx, int n) {
+    for (int i = 0; i < n; i++) dx[i] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, n);
+}
+static double dir(double (*f)(const double *, int), const double *x, const double *v, int n) {
+    return __enzyme_fwddiff_d((void *)f, enzyme_dup, x, v, enzyme_const, n);
+}
+int main(void) {
+    double x[2] = {0.5, 2}, dx[2], v[2] = {1, 0};
+    grad(sq, x, dx, 2); check("rev sq", dx[1], 4);
+    grad(sn, x, dx, 2); check("rev sin", dx[1], cos(2.0));
+    check("fwd sq", dir(sq, x, v, 2), 1);
+    check("fwd sin", dir(sn, x, v, 2), cos(0.5));
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_function_passed_to_a_file_local_helper(tmp_path, opt):
+    run(tmp_path, PASSED_IN, opt)
+
+
 # Two call sites differing only in the function, in the arms of an if (round R): at -O2
 # LLVM merges them into one call on `select c, @f2, @f1` (three: a phi of functions) --
 # "the first argument must be a function known at compile time" (real Enzyme 15

@@ -47,6 +47,23 @@ def _unresolved(call) -> bool:
     return False
 
 
+def _passed_in(call) -> bool:
+    """Whether the function ``call`` differentiates is a parameter of the function
+    holding it, a file-local one that only direct calls use (each of which may pass a
+    function known there)."""
+    from ..ir.instructions import Alloca, Store
+    t = call_target(call)
+    f = call.function
+    if isinstance(t, Load) and isinstance(t.operand(0), Alloca):    # (-O0: a local)
+        stores = [u.user for u in t.operand(0).uses
+                  if isinstance(u.user, Store) and u.index == 1]
+        t = stores[0].operand(0) if len(stores) == 1 else None
+    return t is not None and t.is_argument and t.parent is f \
+        and f.linkage in ("internal", "private", "linkonce_odr") and bool(f.uses) \
+        and all(isinstance(u.user, (Call, Invoke)) and u.user.called_function is f
+                for u in f.uses)
+
+
 def _always_inline(module, fn) -> bool:
     return resolved(module, fn.fn_attrs).has("alwaysinline")
 
@@ -62,19 +79,24 @@ def promote_call_sites(module, found, log=lambda s: None, also=()) -> bool:
 
     work = [c.function for c, _ in found if _unresolved(c)]
     work += [getattr(u, "function", None) for u in also]
+    # a holder that gets the function differentiated as a parameter (a template
+    # `grad(F f, ...)` at -O0) is inlined into its callers, which pass the function
+    inlined = {c.function for c, _ in found if _unresolved(c) and _passed_in(c)}
     fns: list = []
     while work:
         f = work.pop()
         if f is None or f in fns:
             continue
         fns.append(f)
-        if _always_inline(module, f):
+        if _always_inline(module, f) or f in inlined:
             work.extend(u.user.function for u in f.uses if isinstance(u.user, (Call, Invoke)))
     if not fns:
         return False
     for f in fns:
         # drop optnone (kept: noinline), inline or through a copy of its group
         f.fn_attrs = str(stripped(module, f.fn_attrs, "optnone"))
+    for f in inlined:
+        f.fn_attrs = str(stripped(module, f.fn_attrs, "noinline").with_("alwaysinline"))
     # the always-inliner needs the bodies of the always_inline functions they call
     work = list(fns)
     seen: set = set()
