@@ -284,7 +284,6 @@ def _float_bits_valued(inst, act, limit=32) -> bool:
     follows the integer.  Bits shifted right past the mantissa (the exponent alone, as
     ``ilogb`` takes it) are constant between powers of two: their derivative is zero."""
     from ..analysis.activity import floatish
-    from ..analysis.types import memory_kinds
     from ..ir.values import ConstantInt
     if inst.opcode not in ("sitofp", "uitofp") or not inst.operand(0).type.is_int:
         return False
@@ -312,11 +311,12 @@ def _float_bits_valued(inst, act, limit=32) -> bool:
                     and (src in act.active or src in act.pruned) \
                     and shift < _MANTISSA_BITS.get(str(src.type), 0):
                 return True
-        elif isinstance(v, I.Load) and v.operand(0) in act.shadowed:
-            kinds = memory_kinds([v.operand(0)], exclude=v)
-            width = v.type.width
-            if "double" in kinds and width == 64 and shift < 52 \
-                    or "float" in kinds and width == 32 and shift < 23:
+        elif isinstance(v, I.Load) and v.operand(0) in act.shadowed \
+                and v.type.width in (32, 64) and shift < (23 if v.type.width == 32 else 52):
+            # (a float's bytes read as an integer: a union's other member at -O0 -- not
+            # an integer field beside floats, `(float)item.idx`)
+            module = inst.parent.parent.parent
+            if _holds_a_float(module, v.operand(0), v.type.width // 8, v):
                 return True
     return False
 
