@@ -515,6 +515,28 @@ double keyed(const double *x, int n) {
 """, "keyed", [0.7, -1.2, 0.4])
 
 
+# Round CA: std::unordered_map<uint64_t, double>::emplace at -O1..-O3 copies the key
+# into the node as an i64 through a reference -- "an integer-typed copy of memory that
+# may hold floating-point values": the key's bytes were not seen to be an integer,
+# though the store's TBAA tag names the integer field of std::pair<const uint64_t,
+# double>.  A struct-path TBAA tag naming an integer field now says so, as the
+# declaration does at -O0 (augmented.tag_declared_integers).
+EMPLACED = _program(["cstdint", "map", "unordered_map"], r"""
+double emplaced(const double *x, int n) {
+  std::unordered_map<uint64_t, double> m;
+  std::map<long, double> o;
+  for (int i = 0; i < n; i++) {
+    uint64_t k = 7 * i + 1;
+    m.emplace(k, x[i] * x[i]);
+    o.emplace((long)i - 3, std::sin(x[i]));
+  }
+  double s = 0;
+  for (int i = 0; i < n; i++) s += m.find(7 * i + 1)->second * x[i] + o.at(i - 3);
+  return s;
+}
+""", "emplaced", [0.6, -1.1, 0.25])
+
+
 # Round BR: std::swap of two std::pair<std::string, double> calls the string's
 # out-of-line swap with the pairs' addresses, which clang marks dereferenceable(40);
 # the string objects a text member touches are copied into their shadows, and the copy
@@ -567,7 +589,8 @@ LIBRARY_PROGRAMS = {"minmax": (MINMAX, "spread"), "iterators": (ITERATORS, "extr
                     "layers": (LAYERS, "mlp"), "named": (NAMED, "named"),
                     "variant": (VARIANT, "shapes"), "swapped_pairs": (SWAPPED_PAIRS, "swapped"),
                     "mixed_records": (MIXED_RECORDS, "records"),
-                    "global_keys": (GLOBAL_KEYS, "keyed")}
+                    "global_keys": (GLOBAL_KEYS, "keyed"),
+                    "emplaced": (EMPLACED, "emplaced")}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])

@@ -727,8 +727,11 @@ class AugmentedForward:
                     and v.type.width in (8, 16, 32, 64, 128) and not self._int_by_layout(v) \
                     and not _text_byte(v) and not self._string_bytes(v, p):
                 w = v.type.width
-                # (into a field the source declares integer: ``tag_declared_integers``)
-                declared_int = inst.get_metadata(DECLARED_INT) is not None
+                # (into a field the source declares integer: ``tag_declared_integers``,
+                # or the store's struct-path TBAA tag)
+                from ..analysis.types import tbaa_integer_field
+                declared_int = inst.get_metadata(DECLARED_INT) is not None \
+                    or tbaa_integer_field(inst)
                 kinds = {"int"} if w == 16 or declared_int \
                     else _int_copy_kinds([v.operand(0), p], w)
                 if declared_int or _no_float_of_width(kinds, w) and not word_of_float(

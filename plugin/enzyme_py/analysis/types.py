@@ -115,6 +115,22 @@ def tbaa_kind_of_tag(module, ref):
     return _kind_of_tbaa_type(_tbaa_name(module, tag.operands[1]))
 
 
+def tbaa_integer_field(inst, module=None) -> bool:
+    """Whether the access ``inst``'s TBAA tag names an integer field of a struct (a
+    struct-path tag: base type a struct, access type an integer other than ``char``) --
+    what the source declares the field, as ``augmented.tag_declared_integers`` records
+    at -O0 (a union member's tag is ``omnipotent char``)."""
+    module = module or inst.module
+    tag = _md(module, inst.get_metadata("tbaa"))
+    if tag is None or len(tag.operands) < 2 or not all(
+            isinstance(o, md.MDRef) for o in tag.operands[:2]):
+        return False
+    base = _tbaa_name(module, tag.operands[0])
+    access = _tbaa_name(module, tag.operands[1])
+    return base is not None and base.startswith(("_ZTS", "struct ")) \
+        and access not in ("char", None) and _kind_of_tbaa_type(access) == "int"
+
+
 # the struct-path names of std::string (basic_string<char>, libstdc++ and libc++) in
 # TBAA access tags: a pointer loaded through one of them is the string's characters
 _STRING_TBAA = ("_ZTSNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
