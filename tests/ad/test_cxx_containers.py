@@ -537,6 +537,26 @@ double emplaced(const double *x, int n) {
 """, "emplaced", [0.6, -1.1, 0.25])
 
 
+# Round CA: keys built from `const char *` names read from an array.  At -O1 and -O3
+# the string's characters are filled by a memcpy from the name into the string's
+# buffer, whose bytes the analysis could not tell from the node's double: "memcpy/memset
+# over memory that mixes floating-point values and pointers".  A copy into a string's
+# characters is characters.
+NAMES_FROM_ARRAY = _program(["string", "unordered_map"], r"""
+double species(const double *x, int n) {
+  std::unordered_map<std::string, double> conc;
+  const char *names[3] = {"A", "B", "a species with a long name"};
+  for (int i = 0; i < 3; i++) conc[names[i]] = x[i];
+  return conc["A"] * conc["B"] + std::exp(conc[names[2]]);
+}
+""", "species", [2.0, 3.0, -0.5])
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O3"])
+def test_keys_built_from_an_array_of_names(tmp_path, opt):
+    assert _derivatives(tmp_path, NAMES_FROM_ARRAY, opt) == {"species"}
+
+
 # Round BR: std::swap of two std::pair<std::string, double> calls the string's
 # out-of-line swap with the pairs' addresses, which clang marks dereferenceable(40);
 # the string objects a text member touches are copied into their shadows, and the copy

@@ -1178,7 +1178,10 @@ class AugmentedForward:
             pointee_kinds, string_buffer, string_characters, string_object_bytes, tbaa_kind
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
-                                   or constant_text(inst.args[1])):
+                                   or constant_text(inst.args[1])
+                                   # (into a string's characters: one built from a
+                                   # `const char *` read from an array of names)
+                                   or string_characters(inst.args[0])):
             return "int"    # characters copied (a std::string built or copied)
         dl = self.ctx.module.datalayout
         if len(inst.args) > 3 and isinstance(n, ConstantInt) and any(
