@@ -1550,6 +1550,44 @@ def test_file_scope_workspaces_kept_between_calls(tmp_path, opt, valgrind):
     assert out.count("ok rev") == 15 and out.count("ok fwd") == 3, out
 
 
+# Round CE: a stereo matcher's cost volume in a file-scope buffer grown by realloc and
+# handed out by an accessor (`double *get_buf(n)`), allocated by the program's own call
+# first: -O0 stopped with "the pointer in global 'g_buf' was read by the derivative
+# before ..." (the accessor returns the block, kept in a local at -O0).
+ACCESSOR = r"""
+static double *g_buf = NULL;
+static size_t g_cap = 0;
+static double *get_buf(size_t n) {
+    if (n > g_cap) { g_buf = realloc(g_buf, n * sizeof(double)); g_cap = n; }
+    return g_buf;
+}
+double loss(const double *x, int n) {
+    double *t = get_buf(n);
+    for (int i = 0; i < n; i++) t[i] = x[i] * x[i];
+    double s = 0;
+    for (int i = 0; i < n; i++) s += t[i] * t[(i + 1) % n];
+    return s;
+}
+int main(void) {
+    double x[3] = {1, 2, 3}, dx[3] = {0};
+    check("primal", loss(x, 3), 4 + 36 + 9);
+    for (int k = 0; k < 2; k++)
+        __enzyme_autodiff((void *)loss, enzyme_dup, x, dx, enzyme_const, 3);
+    check("rev 0", dx[0], 2 * (2 * 1 * 4 + 2 * 1 * 9));
+    check("rev 1", dx[1], 2 * (2 * 2 * 1 + 2 * 2 * 9));
+    check("fwd", __enzyme_fwddiff_d((void *)loss, enzyme_dup, x, (double[]){0, 0, 1},
+                                    enzyme_const, 3), 2 * 3 * 4 + 2 * 3 * 1);
+    free(g_buf);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_workspace_handed_out_by_an_accessor(tmp_path, opt, valgrind):
+    run(tmp_path, ACCESSOR, opt, valgrind)
+
+
 # Round CC: observations loaded from a file on the first call into a file-scope
 # pointer (a calibration harness); the program's own call comes first.  The derivative
 # stopped with "the pointer in global 's_q' was read by the derivative before ...".

@@ -587,10 +587,10 @@ def _heap_block_only(g) -> bool:
 
 def _plain_block(p, g, depth=3) -> bool:
     """Whether the block ``p`` points to (read from, or stored into, the pointer
-    variable ``g``) holds no pointers -- none is loaded from it or stored into it, here
-    or in the defined functions it is passed to, ``depth`` calls down: its shadow may
-    start as zeros -- and is not returned, stored elsewhere or passed to an entry
-    point (a caller could pass it with a shadow)."""
+    variable ``g``) holds no pointers -- none is loaded from it or stored into it, here,
+    in the defined functions it is passed to or in the callers of those that return it,
+    ``depth`` calls away: its shadow may start as zeros -- and is not stored elsewhere
+    or passed to an entry point (a caller could pass it with a shadow)."""
     from ..ir.instructions import GEP, Cast, Phi, Select
     walk, seen = [p], set()
     while walk:
@@ -606,11 +606,25 @@ def _plain_block(p, g, depth=3) -> bool:
                 if has_pointer(user.type):
                     return False
             elif isinstance(user, Store):
-                if w.index == 0 and user.operand(1) is not g \
-                        or w.index == 1 and has_pointer(user.operand(0).type):
+                if w.index == 1 and has_pointer(user.operand(0).type):
                     return False
+                if w.index == 0 and user.operand(1) is not g:
+                    # (kept in a local variable, -O0's `t = get_buf(n)`: where it is read)
+                    slot = user.operand(1)
+                    if not (isinstance(slot, Alloca) and all(
+                            isinstance(y.user, Load) or isinstance(y.user, Store)
+                            and y.index == 1 for y in slot.uses)):
+                        return False
+                    walk.extend(y.user for y in slot.uses if isinstance(y.user, Load))
             elif isinstance(user, Ret):
-                return False
+                # (an accessor returning the workspace, `double *get_buf(n)`: where its
+                # callers take it, on the same conditions)
+                f = user.function
+                if not depth or not all(isinstance(c.user, Call)
+                                        and c.user.called_function is f for c in f.uses):
+                    return False
+                if not all(_plain_block(c.user, g, depth - 1) for c in f.uses):
+                    return False
             elif isinstance(user, Call):
                 if (user.callee_name or "").startswith("__enzyme_"):
                     return False
