@@ -835,9 +835,9 @@ class AugmentedForward:
 
     def _frees_loaded_pointers(self) -> bool:
         """Whether the differentiated functions free a pointer they read from memory (a
-        destroy function freeing ``s->buf``), or grow a block with ``realloc``: a block stored into an argument's memory
-        may then be freed later in the same derivative call, and its shadow must go at
-        the reverse of its allocation, as any other."""
+        destroy function freeing ``s->buf``), or grow a block with ``realloc``: a block
+        stored into an argument's memory may then be freed later in the same derivative
+        call, and its shadow must go at the reverse of its allocation, as any other."""
         from ..analysis.activity import underlying_object
         from ..analysis.effects import FREE_NAMES
         return self._runs_any("frees_loaded_pointers", lambda i: (

@@ -287,24 +287,19 @@ def _float_bits_valued(inst, act, limit=32) -> bool:
     from ..ir.values import ConstantInt
     if inst.opcode not in ("sitofp", "uitofp") or not inst.operand(0).type.is_int:
         return False
-    work, seen = [(inst.operand(0), 0)], set()
-    while work and limit:
-        limit -= 1
-        v, shift = work.pop()
-        if (v, shift) in seen:
-            continue
-        seen.add((v, shift))
+    walk = BoundedWalk((inst.operand(0), 0), limit)    # (value, bits shifted right)
+    for v, shift in walk:
         if isinstance(v, I.BinaryOp) and v.opcode not in I.FP_BINARY_OPS:
             by = v.operand(1)
             if v.opcode in ("lshr", "ashr") and isinstance(by, ConstantInt):
-                work.append((v.operand(0), shift + by.value))
+                walk.add((v.operand(0), shift + by.value))
             else:
-                work.extend((o, shift) for o in v.operands if not o.is_constant)
+                walk.add(*((o, shift) for o in v.operands if not o.is_constant))
         elif isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
-            work.append((v.operand(0), shift))
+            walk.add((v.operand(0), shift))
         elif isinstance(v, (I.Phi, I.Select, I.Freeze)):
-            work.extend((o, shift) for o in (
-                v.merged if isinstance(v, (I.Phi, I.Select)) else v.operands))
+            walk.add(*((o, shift) for o in (
+                v.merged if isinstance(v, (I.Phi, I.Select)) else v.operands)))
         elif isinstance(v, I.Cast) and v.opcode == "bitcast":
             src = v.operand(0)
             if floatish(src.type) and not src.type.is_vector \

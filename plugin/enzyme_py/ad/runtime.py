@@ -667,6 +667,29 @@ def _strided(module, e, ty, move=False):
     return fn
 
 
+def _unset_shadow_branch(module, name):
+    """``ptr name(ptr shadow, ptr primal)``, internal, returning ``shadow`` -- except
+    where ``shadow`` is null and ``primal`` is not: the emitter is left there for the
+    caller to fill in (the pair (function, emitter); the emitter None where the function
+    exists already)."""
+    from .emit import Emitter
+    fn = module.get_function(name)
+    if fn is not None:
+        return fn, None
+    fn = module.add_function(name, T.FunctionType(T.ptr, [T.ptr, T.ptr]),
+                             linkage="internal", fn_attrs="noinline nounwind")
+    s, p = fn.args
+    e = Emitter(module)
+    entry, unset, ok = (fn.append_basic_block(n) for n in ("entry", "unset", "ok"))
+    e.position_at_end(entry)
+    e.cbranch(e.binop("and", e.icmp("eq", s, ConstantNull(T.ptr)),
+                      e.icmp("ne", p, ConstantNull(T.ptr))), unset, ok)
+    e.position_at_end(ok)
+    e.ret(s)
+    e.position_at_end(unset)
+    return fn, e
+
+
 def zero_shadow_holder(module, g, plain: bool):
     """The internal global that holds the zeroed shadow :func:`fill_shadow_check` made
     for the block in the pointer variable ``g`` during the current derivative call
@@ -690,21 +713,11 @@ def fill_shadow_check(module, g, shadow_global, plain: bool):
     the primal block's size (``malloc_usable_size``), stored into ``shadow_global`` and
     into :func:`zero_shadow_holder`: what the block held before this call carries no
     derivative in it."""
-    from .emit import Emitter
-    name = f"__enzyme_py_fill_shadow{'_plain' if plain else ''}.{g.name}"
-    fn = module.get_function(name)
-    if fn is not None:
+    fn, e = _unset_shadow_branch(module, f"__enzyme_py_fill_shadow"
+                                 f"{'_plain' if plain else ''}.{g.name}")
+    if e is None:
         return fn
-    fn = module.add_function(name, T.FunctionType(T.ptr, [T.ptr, T.ptr]),
-                             linkage="internal", fn_attrs="noinline nounwind")
-    s, p = fn.args
-    e = Emitter(module)
-    entry, fill, ok = (fn.append_basic_block(n) for n in ("entry", "fill", "ok"))
-    e.position_at_end(entry)
-    e.cbranch(e.binop("and", e.icmp("eq", s, ConstantNull(T.ptr)),
-                      e.icmp("ne", p, ConstantNull(T.ptr))), fill, ok)
-    e.position_at_end(fill)
-    n = e.call(e.declare("malloc_usable_size", T.i64, [T.ptr]), [p])
+    n = e.call(e.declare("malloc_usable_size", T.i64, [T.ptr]), [fn.args[1]])
     if plain:
         z = e.call(e.declare("calloc", T.ptr, [T.i64, T.i64]), [ConstantInt(T.i64, 1), n])
         _check(module, e, fn, z, n, "allocating a shadow")
@@ -713,8 +726,6 @@ def fill_shadow_check(module, g, shadow_global, plain: bool):
     e.store(z, shadow_global, 8)
     e.store(z, zero_shadow_holder(module, g, plain), 8)
     e.ret(z)
-    e.position_at_end(ok)
-    e.ret(s)
     return fn
 
 
@@ -747,10 +758,8 @@ def unset_shadow_check(module, g):
     before that store in this derivative call (``shadow`` null where ``primal`` is
     not): the block the caller left there has no shadow (where ``g`` only ever holds
     blocks of the C library's allocator, :func:`fill_shadow_check` gives it one)."""
-    from .emit import Emitter
-    name = f"__enzyme_py_unset_shadow.{g.name}"
-    fn = module.get_function(name)
-    if fn is not None:
+    fn, e = _unset_shadow_branch(module, f"__enzyme_py_unset_shadow.{g.name}")
+    if e is None:
         return fn
     msg = (f"enzyme: the pointer in global '{g.name}' was read by the derivative before "
            "the differentiated code stored a pointer with a shadow there (a block it "
@@ -758,20 +767,9 @@ def unset_shadow_check(module, g):
            "derivative call, by the program or an earlier derivative call, has no shadow "
            "(set the global inside the differentiated function, or pass that memory as "
            "an argument with enzyme_dup); aborting\n")
-    fn = module.add_function(name, T.FunctionType(T.ptr, [T.ptr, T.ptr]),
-                             linkage="internal", fn_attrs="noinline nounwind")
-    s, p = fn.args
-    e = Emitter(module)
-    entry, bad, ok = (fn.append_basic_block(n) for n in ("entry", "unset", "ok"))
-    e.position_at_end(entry)
-    e.cbranch(e.binop("and", e.icmp("eq", s, ConstantNull(T.ptr)),
-                      e.icmp("ne", p, ConstantNull(T.ptr))), bad, ok)
-    e.position_at_end(bad)
     write = e.declare("write", T.i64, [T.i32, T.ptr, T.i64])
     e.call(write, [ConstantInt(T.i32, 2), _string(module, msg),
                    ConstantInt(T.i64, len(msg.encode()))])
     e.call(e.declare("abort", T.void, []), [], fn_attrs="noreturn nounwind")
     e.unreachable()
-    e.position_at_end(ok)
-    e.ret(s)
     return fn

@@ -56,9 +56,9 @@ from .effects import FREE_NAMES, text_only
 from .callgraph import indirect_targets, is_indirect
 from .types import _roots
 
-__all__ = ["global_base", "heap_block_only", "kept_in_globals", "may_access_floats", "pointer_read_back",
-           "scratch_globals", "shadow_constant", "shadow_linkage", "thread_local",
-           "thread_local_in_parallel", "touches"]
+__all__ = ["global_base", "heap_block_only", "kept_in_globals", "may_access_floats",
+           "pointer_read_back", "scratch_globals", "shadow_constant", "shadow_linkage",
+           "thread_local", "thread_local_in_parallel", "touches"]
 
 _MEMCOPY = ("llvm.memcpy.", "llvm.memmove.", "llvm.memcpy.inline.")
 
@@ -592,16 +592,13 @@ def _plain_block(p, g, depth=3) -> bool:
     ``depth`` calls away: its shadow may start as zeros -- and is not stored elsewhere
     or passed to an entry point (a caller could pass it with a shadow)."""
     from ..ir.instructions import GEP, Cast, Phi, Select
-    walk, seen = [p], set()
-    while walk:
-        x = walk.pop()
-        if x in seen:
-            continue
-        seen.add(x)
+    from ..ir.walk import BoundedWalk
+    walk = BoundedWalk(p, 256)
+    for x in walk:
         for w in x.uses:
             user = w.user
             if isinstance(user, (GEP, Cast, Phi, Select)):
-                walk.append(user)
+                walk.add(user)
             elif isinstance(user, Load):
                 if has_pointer(user.type):
                     return False
@@ -615,7 +612,7 @@ def _plain_block(p, g, depth=3) -> bool:
                             isinstance(y.user, Load) or isinstance(y.user, Store)
                             and y.index == 1 for y in slot.uses)):
                         return False
-                    walk.extend(y.user for y in slot.uses if isinstance(y.user, Load))
+                    walk.add(*(y.user for y in slot.uses if isinstance(y.user, Load)))
             elif isinstance(user, Ret):
                 # (an accessor returning the workspace, `double *get_buf(n)`: where its
                 # callers take it, on the same conditions)
@@ -633,7 +630,7 @@ def _plain_block(p, g, depth=3) -> bool:
                     if not depth or w.index >= len(f.args) \
                             or not _plain_block(f.args[w.index], g, depth - 1):
                         return False
-    return True
+    return not walk.exceeded
 
 
 def _text_block(v) -> bool:
