@@ -501,8 +501,8 @@ double named(const double *x, int n) {
 # key into the node through a std::tuple of references; the string's copy constructor
 # copies each string object it touches into its shadow -- the global's, which has none
 # (null): a segfault.  Strings without a shadow are left alone now.  (A std::map keyed
-# by a global string is still refused at -O0: the tuple of references stores the
-# global's address beside the shadowed ones.)
+# by a global string is still refused at -O0, and so is libc++'s unordered_map: the
+# global's address goes beside pointers with shadows.)
 GLOBAL_KEYS = _program(["string", "unordered_map"], r"""
 static std::string key_a = "A", key_long = "a key long enough to need a heap buffer";
 double keyed(const double *x, int n) {
@@ -626,6 +626,13 @@ def test_library_types_on_active_data(tmp_path, program, opt, request):
             # different classes at one of its call sites -- refused, expected until lifted
             request.applymarker(pytest.mark.xfail(strict=True, reason="libc++ -O0 "
                                                   "relocation of pair<string, double>"))
+    if program == "global_keys" and opt == "-O0":
+        from enzyme_py.driver.clang import find_clang
+        if find_clang().is_zig:
+            # libc++'s operator[] at -O0 takes the global key's address beside
+            # pointers with shadows -- refused, as std::map's is under libstdc++
+            request.applymarker(pytest.mark.xfail(strict=True, reason="libc++ -O0 "
+                                                  "operator[] with a global string key"))
     if program == "mixed_records" and opt == "-O0":
         from enzyme_py.driver.clang import find_clang
         if not find_clang().is_zig:
