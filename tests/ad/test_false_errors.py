@@ -371,6 +371,57 @@ def test_records_with_pointers_shifted_along_an_array(tmp_path, opt, valgrind):
     assert out.count("ok rev") == 5, out
 
 
+# Round CD: a k-nearest list kept sorted by insertion -- `memmove(list + pos + 1,
+# list + pos, (last - pos) * sizeof(cand_t))` of {double d2; const double *row}
+# records -- refused at every level as mixing floating-point values and pointers.  A
+# memmove of a run-time number of elements by a whole number of elements is moved
+# element by element too.
+SORTED_INSERT = r"""
+#define K 3
+typedef struct { double d2; const double *row; } cand_t;
+__attribute__((noinline)) static int insert(cand_t *list, int n, cand_t c) {
+    int pos = 0;
+    while (pos < n && list[pos].d2 <= c.d2) pos++;
+    if (pos == K) return n;
+    int last = n < K ? n : K - 1;
+    memmove(list + pos + 1, list + pos, (last - pos) * sizeof(cand_t));
+    list[pos] = c;
+    return n < K ? n + 1 : n;
+}
+double f(const double *q, const double *data, int nrows) {
+    cand_t list[K];
+    int n = 0;
+    for (int r = 0; r < nrows; r++) {
+        cand_t c; c.row = data + r; double d = q[0] - data[r]; c.d2 = d * d;
+        n = insert(list, n, c);
+    }
+    double s = 0;
+    for (int i = 0; i < n; i++) s += list[i].d2 * list[i].row[0];
+    return s;
+}
+int main(void) {
+    double q[1] = {0.3}, dq[1] = {0}, data[5] = {0.5, -0.25, 1.25, 0.0, 2.0}, dd[5] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, q, dq, enzyme_dup, data, dd, enzyme_const, 5);
+    double h = 1e-6, qp[1] = {q[0] + h}, qm[1] = {q[0] - h};
+    check("rev q", dq[0], (f(qp, data, 5) - f(qm, data, 5)) / (2 * h));
+    for (int r = 0; r < 5; r++) {
+        double s = data[r];
+        data[r] = s + h; double fp = f(q, data, 5);
+        data[r] = s - h; double fm = f(q, data, 5);
+        data[r] = s;
+        check("rev data", dd[r], (fp - fm) / (2 * h));
+    }
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_records_inserted_into_a_sorted_array_by_memmove(tmp_path, opt, valgrind):
+    out = run(tmp_path, SORTED_INSERT, opt, valgrind)
+    assert out.count("ok rev") == 6, out
+
+
 MEMMOVE = r"""
 double f(const double *x) {
     double z[5];

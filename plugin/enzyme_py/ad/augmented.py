@@ -1353,18 +1353,24 @@ class AugmentedForward:
         return got
 
     def _shifted_records(self, inst):
-        """For a memmove of a constant size within one object, by a distance ``d`` at
-        which the float runs of the bytes moved repeat (records of pointers and floats
-        shifted along an array): the float runs of one ``d``-byte record (the copy is
-        then ``size / d`` records, ``gen.mem_strides``); else None."""
+        """For a memmove within one array by a distance ``d`` (records of pointers and
+        floats shifted along it): of a constant size, where the float runs of the bytes
+        moved repeat every ``d`` bytes, the float runs of one ``d``-byte record (the
+        copy is then ``size / d`` records, ``gen.mem_strides``); of ``count * sizeof
+        *p`` bytes (an insertion into a sorted array), those of one element, where
+        ``d`` is a whole number of elements; else None."""
         from ..analysis.activity import base_offset
         n = inst.args[2]
         dl = self.ctx.module.datalayout
-        (a, oa), (b, ob) = (base_offset(p, dl) for p in inst.args[:2])
-        if not isinstance(n, ConstantInt) or a is None or a is not b or oa is None \
-                or ob is None or oa == ob:
+        (a, oa), (b, ob) = (base_offset(p, dl, to_variable=True) for p in inst.args[:2])
+        if a is None or a is not b or oa == ob:
             return None
-        size, d = n.value, abs(oa - ob)
+        d = abs(oa - ob)
+        if not isinstance(n, ConstantInt):
+            runs = self._float_fields(inst, pointers=True)
+            stride = self.gen.mem_strides.get(inst)
+            return runs if runs is not None and stride and d % stride == 0 else None
+        size = n.value
         runs = self._float_fields(inst, pointers=True)
         if runs is None or size % d:
             return None
