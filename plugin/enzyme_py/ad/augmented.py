@@ -625,8 +625,8 @@ class AugmentedForward:
             nxt = A.parent.instructions[A.parent.index_of(A) + 1]
             e.position_before(nxt)
             args = A.args
-            if name == "realloc" and (escape := _escapes(inst)):
-                S = self._escaping_realloc(inst, A)
+            if name == "realloc" and _escapes(inst):
+                S = self._escaping_realloc(inst, A, nxt)
             elif eff.frees is not None and inst.args[eff.frees] in self.act.shadowed:
                 S = e.call(gen._rt("__enzyme_py_shadow_realloc"),
                            [gen._sh_aug(inst.args[eff.frees], inst), args[1]])
@@ -653,7 +653,7 @@ class AugmentedForward:
             raise no_shadow_rule_error(inst, self.ctx.err_loc(inst))
         gen.sh_aug[inst] = S
 
-    def _escaping_realloc(self, inst, A):
+    def _escaping_realloc(self, inst, A, nxt):
         """The shadow of ``realloc(old, n)`` whose block is handed to the caller (stored
         into an argument's memory, ``_escapes``: a vector in an output struct grown
         inside): a plain ``calloc`` block, as the caller's ``free`` wants it, of the
@@ -665,25 +665,26 @@ class AugmentedForward:
         (``realloc_moved``); the new one goes to the registry of escaping shadows
         (``runtime_escape``), and the old one is marked freed there: a block an earlier
         growth made is freed at the reverse of its allocation, the last one is the
-        caller's.  (The caller's own old shadow block is left to leak.)"""
+        caller's.  (The caller's own old shadow block is left to leak.)  Emitted before
+        ``nxt``, the instruction after the ``realloc``."""
         e, gen = self.e, self.gen
         i64 = T.i64
         usable = e.declare("malloc_usable_size", i64, [T.ptr])
+        shadowed = inst.args[0] in self.act.shadowed
+        if shadowed and not self._pool_shadow(inst.args[0]):
+            e.position_before(A)        # (the old block's size, before it is freed)
+            had = e.call(usable, [A.args[0]])
+            e.position_before(nxt)
         calloc = e.declare("calloc", T.ptr, [i64, i64])
         S = e.call(calloc, [ConstantInt(i64, 1), e.call(usable, [A])])
         e.call(gen._rt("__enzyme_py_escaping_add"), [S])
         gen.escaping_blocks.add(inst)
         gen.maybe_freed_blocks.add(inst)
         moved = ConstantInt(i64, 0)
-        if inst.args[0] in self.act.shadowed:
+        if shadowed:
             old = gen._sh_aug(inst.args[0], inst)
             if self._pool_shadow(inst.args[0]):
                 had = e.call(gen._rt("__enzyme_py_shadow_size"), [old])
-            else:
-                here = e._before
-                e.position_before(A)
-                had = e.call(usable, [A.args[0]])
-                e.position_before(here)
             n = A.args[1] if A.args[1].type == i64 else e.cast("zext", A.args[1], i64)
             moved = e.select(e.icmp("ult", had, n), had, n)
             memcpy = e.declare("llvm.memcpy.p0.p0.i64", T.void, [T.ptr, T.ptr, i64, T.i1])
