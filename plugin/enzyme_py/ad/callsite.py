@@ -291,18 +291,16 @@ def _parse_site(call, mode) -> AutodiffSite:
         raise CallSiteError(f"{name}: forward split mode (__enzyme_fwdsplit) is not supported "
                             "by EnzymePy", location=loc,
                             hint="use __enzyme_fwddiff (combined forward mode)")
+    from .promote import call_target
     args = call.args
     sret = None
     i = 0
     if call.arg_attrs and Attributes.parse(call.arg_attrs[0]).has("sret"):
         sret = args[0]
         i = 1
-    if i >= len(args):
+    target = call_target(call)
+    if target is None:
         raise CallSiteError(f"{name}: missing the function to differentiate", location=loc)
-    target = args[i]
-    while isinstance(target, Cast) or (target.is_constant and not target.is_global
-                                       and getattr(target, "opcode", None) == "bitcast"):
-        target = target.operand(0)
     if not getattr(target, "is_function", False):
         target = _returned_function(target) or target
     if not getattr(target, "is_function", False):
