@@ -279,14 +279,53 @@ _MANTISSA_BITS = {"half": 10, "bfloat": 7, "float": 23, "double": 52, "x86_fp80"
 def _float_bits_valued(inst, act, limit=32) -> bool:
     """Whether the conversion ``inst`` (``sitofp``/``uitofp``) takes the value of an
     integer computed from the bits of a floating-point value that carries a derivative,
-    mantissa bits included -- Mitchell's ``log2``, ``(float)(bits(x) - 0x3F800000) *
-    0x1p-23`` (HH-suite's ``flog2``): the result moves with the float, and no derivative
-    follows the integer.  Bits shifted right past the mantissa (the exponent alone, as
-    ``ilogb`` takes it) are constant between powers of two: their derivative is zero."""
+    exponent and mantissa bits both -- Mitchell's ``log2``, ``(float)(bits(x) -
+    0x3F800000) * 0x1p-23`` (HH-suite's ``flog2``), or the same on a double's high
+    word: the result moves with the float, and no derivative follows the integer.  The
+    exponent alone, shifted right past the mantissa (``ilogb``'s way), is constant
+    between powers of two; mantissa bits alone, truncated below the exponent, are no
+    function of the float's value (a NaN-boxed integer payload, `(double)(int32_t)v`
+    where `v`'s tag says it holds one)."""
     from ..analysis.activity import floatish
     from ..ir.values import ConstantInt
     if inst.opcode not in ("sitofp", "uitofp") or not inst.operand(0).type.is_int:
         return False
+
+    def spans(lo, hi, width, mantissa):
+        """Whether the window [lo, hi) of a ``width``-bit float's bits holds both some
+        of its mantissa and some of its exponent."""
+        return lo < mantissa < hi and lo < width - 1
+
+    # (value, the window [lo, hi) of its bits that reaches the conversion)
+    walk = BoundedWalk((inst.operand(0), 0, inst.operand(0).type.width), limit)
+    for v, lo, hi in walk:
+        if isinstance(v, I.BinaryOp) and v.opcode not in I.FP_BINARY_OPS:
+            by = v.operand(1)
+            if v.opcode in ("lshr", "ashr") and isinstance(by, ConstantInt):
+                walk.add((v.operand(0), lo + by.value, hi + by.value))
+            else:
+                walk.add(*((o, lo, hi) for o in v.operands if not o.is_constant))
+        elif isinstance(v, I.Cast) and v.opcode in ("trunc", "zext", "sext"):
+            narrow = min(v.type.width, v.operand(0).type.width)
+            walk.add((v.operand(0), lo, min(hi, narrow)))
+        elif isinstance(v, (I.Phi, I.Select, I.Freeze)):
+            walk.add(*((o, lo, hi) for o in (
+                v.merged if isinstance(v, (I.Phi, I.Select)) else v.operands)))
+        elif isinstance(v, I.Cast) and v.opcode == "bitcast":
+            src = v.operand(0)
+            if floatish(src.type) and not src.type.is_vector \
+                    and (src in act.active or src in act.pruned) \
+                    and spans(lo, hi, v.type.width, _MANTISSA_BITS.get(str(src.type), 0)):
+                return True
+        elif isinstance(v, I.Load) and v.operand(0) in act.shadowed \
+                and v.type.width in (32, 64) \
+                and spans(lo, hi, v.type.width, 23 if v.type.width == 32 else 52):
+            # (a float's bytes read as an integer: a union's other member at -O0 -- not
+            # an integer field beside floats, `(float)item.idx`)
+            module = inst.parent.parent.parent
+            if _holds_a_float(module, v.operand(0), v.type.width // 8, v):
+                return True
+    return False
     walk = BoundedWalk((inst.operand(0), 0), limit)    # (value, bits shifted right)
     for v, shift in walk:
         if isinstance(v, I.BinaryOp) and v.opcode not in I.FP_BINARY_OPS:
