@@ -696,12 +696,16 @@ def zero_shadow_holder(module, g, plain: bool):
     (``plain``: a ``calloc`` block, forward mode's kind; else a shadow block of
     ``__enzyme_py_shadow_alloc``), or null; the call sites free it after the call."""
     from ..ir.values import ConstantNull as Null
-    name = f"__enzyme_py_zero_shadow{'_plain' if plain else ''}.{g.name}"
+    name = _zero_holder_name(g, plain)
     h = module.get_global(name)
     if h is None:
         h = module.add_global(name, T.ptr, Null(T.ptr), linkage="internal", align=8,
                               unique=False)
     return h
+
+
+def _zero_holder_name(g, plain: bool) -> str:
+    return f"__enzyme_py_zero_shadow{'_plain' if plain else ''}.{g.name}"
 
 
 def fill_shadow_check(module, g, shadow_global, plain: bool):
@@ -738,8 +742,7 @@ def free_zero_shadows(e, module, shadows) -> None:
     from ..ir.values import ConstantNull as Null
     for g, sg in shadows.items():
         for plain in (False, True):
-            h = module.get_global(f"__enzyme_py_zero_shadow{'_plain' if plain else ''}"
-                                  f".{g.name}")
+            h = module.get_global(_zero_holder_name(g, plain))
             if h is None:
                 continue
             z = e.load(T.ptr, h, 8)

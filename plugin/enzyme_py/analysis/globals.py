@@ -553,14 +553,15 @@ def heap_block_only(g) -> bool:
     """Whether the pointer variable ``g`` only ever holds blocks of the C library's
     allocator, or null: ``g`` is file-local, every store into it anywhere in the program
     stores the result of ``malloc``, ``calloc`` or ``realloc`` itself (no offset into
-    one), and no function returns, stores elsewhere or hands to the code it calls for a
-    derivative a pointer read from it -- a file-scope workspace allocated or grown on
-    first use (``static double *buf; if (cap < n) buf = realloc(buf, ...)``).  A block
-    that the program or an earlier derivative call left there holds values that carry
-    no derivative in this call and is reached through no argument, so its shadow may
-    start as a zeroed block of its size (``malloc_usable_size``): see
-    ``runtime.unset_shadow_check``.  Asked first by :func:`scratch_globals`, before
-    the derivative code (which caches what it reads) exists; the answer is kept."""
+    one), and the block holds no pointers and is neither stored elsewhere nor handed to
+    an entry point (``_plain_block``: an accessor may return it) -- a file-scope
+    workspace allocated or grown on first use (``static double *buf; if (cap < n) buf =
+    realloc(buf, ...)``).  A block that the program or an earlier derivative call left
+    there holds values that carry no derivative in this call and is reached through no
+    argument, so its shadow may start as a zeroed block of its size
+    (``malloc_usable_size``): see ``runtime.fill_shadow_check``.  Asked first by
+    :func:`scratch_globals`, before the derivative code (which caches what it reads)
+    exists; the answer is kept."""
     if not isinstance(g, GlobalVariable):
         return False
     memo = g.parent.__dict__.setdefault("_heap_block_only", {})
