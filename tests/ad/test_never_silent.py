@@ -637,7 +637,8 @@ int main(void) {
 # (through a union, or shifts into a malloc'd buffer): at -O0 and -O1 the words went
 # through integer memory that holds no floats, and the gradient was 0, silently.  Bits
 # of an active float stored into integer memory, where the program makes floats of
-# integers it loads, are refused; -O2 refuses the copy as an integer-typed copy; -O3
+# integers it loads, are refused; -O2 copies the double's bits into the words as one
+# `i64`, which the unpacker reads as a double: a copy of a double (this stop); -O3
 # passes the double to the packer as an `i64` load, and the words to the unpacker as
 # `i32` loads: the call passing the bits into integer memory is refused.
 PACKED_WORDS = r"""
@@ -666,10 +667,23 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O3"])
 def test_double_packed_into_words_and_unpacked(tmp_path, opt):
     err = build_error(tmp_path, PACKED_WORDS, opt)
     assert "integer" in err, err
+
+
+def test_double_packed_into_words_at_O2_is_one_double_copy(tmp_path):
+    """At -O2 the packer is one ``i64`` copy of the double into the words, which the
+    unpacker reads as a double: the integer copies followed to the double read
+    (``typetree.copied_kinds``) make it a copy of a double, with its derivative."""
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + PACKED_WORDS)
+    exe = Path(tmp_path) / "t"
+    r = enzyme_cc(["-O2", str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok rev got 6" in out.stdout, out.stdout + out.stderr
 
 
 # Round CB: HH-suite's fast log2 (Mitchell's approximation) converts the bits of the

@@ -10,8 +10,11 @@ Reference: analytic values.
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
-from helpers import build_and_run, parse_values
+
+from helpers import build_and_run, enzyme_cc, parse_values
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -298,3 +301,88 @@ def test_two_floats_reset_from_a_constant(tmp_path, opt):
     out = build_and_run(tmp_path, FLOAT_PAIR_RESET, opt)
     assert out.returncode == 0, out.stderr
     assert parse_values(out.stdout)["vals"] == [6.0, 6.0], out.stdout
+
+
+# Found writing stop 38's tests: a double ``memcpy``'d into a ``uint64_t`` field of a
+# record by one helper, the field assigned on as an integer (``c.bits = a.bits``), and
+# ``memcpy``'d back into a double by another: every derivative 0 in reverse mode at every
+# level, 3x the tangent in forward mode at -O0 (the shadow got the primal's bits: a
+# field declared integer is mirrored).  Likewise a float's bits in a ``uint32_t`` field
+# of an 8-byte record copied whole (reverse -O0: half the gradient).  The declared type
+# says integer; the program's accesses, followed through the integer copies
+# (``typetree.copied_kinds``), say double (float).  At -O3 the copy becomes an ``i64``
+# argument (argument promotion): refused, never silently wrong.
+BITS_IN_INT_FIELDS = r"""
+#include <stdio.h>
+#include <string.h>
+#include <stdint.h>
+int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+double __enzyme_fwddiff(void *, ...);
+typedef struct { uint64_t bits; int tag; } Boxed;
+typedef struct { uint32_t bits; int tag; } Boxed32;
+__attribute__((noinline)) static void box(Boxed *b, const double *x) { memcpy(&b->bits, x, 8); b->tag = 1; }
+__attribute__((noinline)) static double unbox(const Boxed *b) { double d; memcpy(&d, &b->bits, 8); return d; }
+__attribute__((noinline)) static void box32(Boxed32 *b, float x) { memcpy(&b->bits, &x, 4); b->tag = 2; }
+__attribute__((noinline)) static float unbox32(const Boxed32 *b) { float d; memcpy(&d, &b->bits, 4); return d; }
+double field(const double *x) {                 /* one field assigned on as an integer */
+    Boxed a, c;
+    box(&a, x);
+    c.bits = a.bits; c.tag = a.tag;
+    double y = unbox(&c);
+    return y * y;
+}
+double whole(const double *x) {                 /* float bits in a record copied whole */
+    Boxed32 a, c;
+    box32(&a, (float)x[0]);
+    c = a;
+    return (double)unbox32(&c) * x[0];
+}
+double array(const double *x, int n) {          /* arrays of records, copied by index */
+    Boxed in[8], out[8];
+    for (int i = 0; i < n; i++) box(&in[i], &x[i]);
+    for (int i = 0; i < n; i++) { out[n - 1 - i].bits = in[i].bits; out[n - 1 - i].tag = i; }
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (i + 1) * unbox(&out[i]) * unbox(&out[i]);
+    return s;
+}
+int main(void) {
+    double x[4] = {3, 0.5, -2, 1.5}, dx[4] = {0};
+    __enzyme_autodiff((void *)field, enzyme_dup, x, dx);
+    double t[4] = {1, 0, 0, 0};
+    printf("field %.12g %.12g\n", dx[0], __enzyme_fwddiff((void *)field, enzyme_dup, x, t));
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)whole, enzyme_dup, x, dx);
+    printf("whole %.12g %.12g\n", dx[0], __enzyme_fwddiff((void *)whole, enzyme_dup, x, t));
+    memset(dx, 0, sizeof dx);
+    __enzyme_autodiff((void *)array, enzyme_dup, x, dx, enzyme_const, 4);
+    double fw[4];
+    for (int k = 0; k < 4; k++) {
+        double e[4] = {0}; e[k] = 1;
+        fw[k] = __enzyme_fwddiff((void *)array, enzyme_dup, x, e, enzyme_const, 4);
+    }
+    printf("array %.12g %.12g %.12g %.12g %.12g %.12g %.12g %.12g\n", dx[0], dx[1], dx[2], dx[3],
+           fw[0], fw[1], fw[2], fw[3]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_float_bits_in_integer_fields(tmp_path, opt):
+    src = tmp_path / "prog.c"
+    src.write_text(BITS_IN_INT_FIELDS)
+    r = enzyme_cc([opt, str(src), "-o", str(tmp_path / "prog")], tmp_path)
+    if opt == "-O3" and r.returncode != 0:
+        assert "floating-point values that carry derivatives as an integer" in r.stderr, \
+            r.stderr
+        assert not (tmp_path / "prog").exists()
+        return
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = parse_values(out.stdout)
+    # field: x^2 -> 2x at 3; whole: (float)x * x -> 2x; array: sum (n - k) x[k]^2, reversed
+    assert got["field"] == pytest.approx([6, 6], rel=1e-12)
+    assert got["whole"] == pytest.approx([6, 6], rel=1e-6)
+    assert got["array"] == pytest.approx([24, 3, -8, 3] * 2, rel=1e-12)

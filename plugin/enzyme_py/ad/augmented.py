@@ -53,6 +53,27 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
+def carried_float(load, store):
+    """The float type whose bits the integer copy ``store load, q`` moves, where the
+    copies say so and the declarations do not: the program's own accesses of the bytes
+    at both ends, and of every range integer copies move them to or from, read or write
+    floats of the integer's width and nothing else (``typetree.copied_kinds``) -- a
+    double ``memcpy``'d into a ``uint64_t`` field by one helper, the field assigned on
+    as an integer (``c.bits = a.bits``), ``memcpy``'d back into a double by another.
+    The field's declared type (``tag_declared_integers``, TBAA) says integer; moved as
+    one, the derivative was lost, silently.  Else None."""
+    want = {64: ("double", T.double), 32: ("float", T.float)}.get(load.type.width)
+    if want is None or not isinstance(load, Load) or load.function is None:
+        return None
+    from ..analysis.typetree import MemoryTypes
+    ptrs = [load.operand(0), store.operand(1)]
+    types = MemoryTypes.of(store.module, ptrs)
+    got = set()
+    for p in ptrs:
+        got |= types.copied_kinds(p, load.type.width // 8)
+    return want[1] if got == {want[0]} else None
+
+
 # a store of an integer into a field the source declares integer, tagged before the
 # pre-AD optimisation turns the field's struct GEP into a byte offset (at -O0, without TBAA)
 DECLARED_INT = "enzyme.int"
@@ -108,6 +129,8 @@ def mirrored_integer(store) -> bool:
     v, p = store.operand(0), store.operand(1)
     if not (v.type.is_int and 8 <= v.type.width <= 64) or isinstance(v, (Undef, Poison)):
         return False
+    if isinstance(v, Load) and carried_float(v, store) is not None:
+        return False    # a float's bits: the shadow gets the adjoint's copy, not these
     if store.get_metadata(DECLARED_INT) is not None:
         return True
     module = store.module
@@ -735,8 +758,8 @@ class AugmentedForward:
                     or tbaa_integer_field(inst)
                 kinds = {"int"} if w == 16 or declared_int \
                     else _int_copy_kinds([v.operand(0), p], w)
-                if declared_int or _no_float_of_width(kinds, w) and not word_of_float(
-                        v, p, (v, inst) + self._bit_moves()):
+                if (declared_int or _no_float_of_width(kinds, w) and not word_of_float(
+                        v, p, (v, inst) + self._bit_moves())) and carried_float(v, inst) is None:
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
@@ -917,7 +940,8 @@ class AugmentedForward:
             return None
         ptrs = [load.operand(0), store.operand(1)]
         if pointee_kinds(self.ctx.module, ptrs, load.type.width // 8,
-                         exclude=(load, store) + self._bit_moves()) != {want[0]}:
+                         exclude=(load, store) + self._bit_moves()) != {want[0]} \
+                and carried_float(load, store) is None:
             return None
         blk = load.parent.instructions
         for i in blk[blk.index(load) + 1:blk.index(store)]:
@@ -962,8 +986,9 @@ class AugmentedForward:
         from ..analysis.types import indexed_kinds, layout_kinds
         dl = self.ctx.module.datalayout
         n = dl.store_size(load.type)
-        return layout_kinds(load.operand(0), n, dl) == {"int"} \
-            or indexed_kinds(load.operand(0), n, dl) == {"int"}
+        return (layout_kinds(load.operand(0), n, dl) == {"int"}
+                or indexed_kinds(load.operand(0), n, dl) == {"int"}) \
+            and not any(carried_float(load, u) for u in load.users if isinstance(u, Store))
 
     def _callee_kinds(self, inst):
         act = self.act

@@ -37,8 +37,8 @@ from .emit import (Emitter, copy_body, keep_byval, loaded_own_shadow, pointer_gl
                    shadow_address,
                    made_of_own_shadows, no_pointer_set_yet, passes_shadow, returns_own_shadows,
                    scratch_sink, sync_text_objects, zero)
-from .augmented import (DECLARED_INT, float_bytes_lost, merged_copy_of_floats, mirrored_integer,
-                        null_arguments, null_at_every_call)
+from .augmented import (DECLARED_INT, carried_float, float_bytes_lost, merged_copy_of_floats,
+                        mirrored_integer, null_arguments, null_at_every_call)
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
                      merged_copy_error, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error, check_copy_into_unshadowed,
@@ -62,7 +62,7 @@ def _copied_into(v, shadowed, depth=4) -> bool:
     none: a key read through a ``std::tuple`` of references to constant data)."""
     for u in v.users:
         if isinstance(u, Store) and u.operand(0) is v and u.operand(1) in shadowed \
-                and u.get_metadata(DECLARED_INT) is None:
+                and (u.get_metadata(DECLARED_INT) is None or carried_float(v, u)):
             return True
         if isinstance(u, Select) and u.operand(0) is not v and depth \
                 and _copied_into(u, shadowed, depth - 1):

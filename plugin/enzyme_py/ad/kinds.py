@@ -619,7 +619,8 @@ def _becomes_float(value, limit=16, loose=False) -> bool:
             user = u.user
             if isinstance(user, I.Cast) and user.opcode == "bitcast" and floatish(user.type):
                 return True
-            if isinstance(user, (I.Phi, I.Select, I.Freeze, I.ExtractValue)) \
+            if isinstance(user, (I.Phi, I.Select, I.Freeze)) \
+                    or isinstance(user, I.ExtractValue) and not floatish(user.type) \
                     or isinstance(user, I.BinaryOp) \
                     and user.opcode not in I.FP_BINARY_OPS \
                     or isinstance(user, I.Cast) and user.opcode in ("trunc", "zext", "sext"):
@@ -650,6 +651,13 @@ def _holds_a_float(module, p, size, exclude, loose=False) -> bool:
         for off in range(0, size - n + 1, n):
             got = types.kinds(p, off, n, exclude)
             if got == {kind} or loose and kind in got:
+                return True
+            # (for a scalar of a float's width: or what the program's own accesses make
+            # of those bytes and of the bytes integer copies move them to -- a double's
+            # bits put into a `uint64_t` field by -O3's promoted argument, read as a
+            # double after the call)
+            if size == n and kind in got and types.copied_kinds(
+                    p, n, exclude if isinstance(exclude, tuple) else (exclude,)) == {kind}:
                 return True
     # fewer bytes than a float, where one is (a byte-by-byte swap of doubles: the other
     # bytes' stores are what makes them look like integers too)

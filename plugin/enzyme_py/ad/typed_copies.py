@@ -16,7 +16,9 @@ typed load per field where the integer was loaded, one store per field where it 
 stored, and the extracted fields' uses take the typed loads -- the same bytes, read and
 written at the same points, now typed.  The fields come from the byte-offset analysis
 (``analysis.typetree``: floats, integers and pointers at known offsets, at both ends
-of a copy; the integer copies themselves do not count) and from the extractions; at
+of a copy; the integer copies themselves do not count, nor, where a float is accessed,
+a field's declared integer type: a float's bits ``memcpy``'d into a ``uint32_t``) and
+from the extractions; at
 least one float narrower than the integer must be among them.  Bytes of unknown kind
 leave the copy as it was (the generators' own checks then apply).  Little-endian
 targets only.
@@ -48,6 +50,14 @@ def _fields(types, ptrs, nbytes, exclude):
             got = set()
             for p in ptrs:
                 got |= types.kinds(p, off, n, exclude)
+            if kind in ("double", "float") and got == {kind, "int"}:
+                # a float where the field is declared integer: a float's bits memcpy'd
+                # into a ``uint32_t`` field -- the float it holds, where the program's own
+                # accesses there, and where integer copies take them, say so
+                # (``typetree.copied_kinds``)
+                got = set()
+                for p in ptrs:
+                    got |= types.copied_kinds(p, n, offset=off)
             if got == {kind} or kind == "int" and got and got <= {"int", "i8", "i16"}:
                 out.append((off, ty))
                 off += n

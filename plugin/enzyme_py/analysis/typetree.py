@@ -255,6 +255,7 @@ class MemoryTypes:
         self._sizes: dict = {}
         self._leaves: dict = {}
         self._distances: list = []     # (GEP, pointer, pointer, step): see _gep
+        self._copies: list = []        # integer copies: (load, store, source, destination)
         self._source = None     # the instruction whose accesses are being recorded
         if functions is None:
             functions = [f for f in module.functions
@@ -311,6 +312,56 @@ class MemoryTypes:
             out.update(kind for (kind, nb), srcs in root.anywhere.items()
                        if (not ex or srcs - ex) and (text or kind != "int" or nb != 1))
         return out
+
+    def copied_kinds(self, p, size, exclude=(), offset=0) -> set:
+        """The kinds the program's own accesses give the ``size`` bytes at ``p + offset``
+        and every range that integer copies (a load whose value is stored elsewhere,
+        ``c.bits = a.bits``, a record moved as one ``i64``) move those bytes to or
+        from, transitively -- the bits of a double put into a ``uint64_t`` field by
+        ``memcpy``, copied on as an integer and read back as a double somewhere else.
+        Declared layouts (of locals and globals) and the copies' own accesses do not
+        count: they say what the bytes are called, not what they hold.  ``exclude``:
+        accesses not to count either (the store being asked about)."""
+        edges = self._copy_edges()
+        copies = self._copy_insts | set(exclude)
+        out, seen = set(), set()
+        work = []
+        for n in self._nodes(p):
+            root, off = self._find(n)
+            work.append((root, off + offset))
+        while work:
+            root, off = work.pop()
+            key = (id(root), self._key(root, off))
+            if key in seen:
+                continue
+            seen.add(key)
+            for o, fs in root.facts.items():
+                for (kind, nb), srcs in fs.items():
+                    if any(x is not None and not isinstance(x, Alloca) and x not in copies
+                           for x in srcs) and self._overlaps(root.period, o, nb, off, size):
+                        out.add(kind)
+            for o, n, (other, o2) in edges.get(id(root), ()):
+                rel = off - o
+                if root.period:
+                    rel %= root.period
+                if 0 <= rel and rel + size <= n:     # the copy moves these bytes
+                    work.append((other, o2 + rel))
+        return out
+
+    def _copy_edges(self) -> dict:
+        """{id(root): [(offset, bytes, (other root, its offset))]} for the integer copies, both
+        ways, over the classes as they are once every unification is done."""
+        edges = self.__dict__.get("_edges")
+        if edges is None:
+            edges, insts = {}, set()
+            for ld, st, a, b in self._copies:
+                (ra, oa), (rb, ob) = self._find(a), self._find(b)
+                n = ld.type.width // 8
+                edges.setdefault(id(ra), []).append((oa, n, (rb, ob)))
+                edges.setdefault(id(rb), []).append((ob, n, (ra, oa)))
+                insts.update((ld, st))
+            self._edges, self._copy_insts = edges, insts
+        return edges
 
     def tree(self, p) -> str:
         """What ``p`` points at as a printable byte-offset type tree (offsets from ``p``;
@@ -436,6 +487,11 @@ class MemoryTypes:
         elif isinstance(inst, Store):
             self._access(inst, inst.operand(1), inst.operand(0).type)
             self._points_to_field(inst.operand(0), inst.operand(1))
+            v = inst.operand(0)
+            if isinstance(v, Load) and v.type.is_int and v.type.width in (32, 64) \
+                    and self._tracked(v.operand(0)) and self._tracked(inst.operand(1)):
+                self._copies.append((v, inst, self.node(v.operand(0)),
+                                     self.node(inst.operand(1))))
         elif isinstance(inst, (AtomicRMW, CmpXchg)):
             self._access(inst, inst.operand(0), inst.operand(1).type)
             self._points_to_field(inst.operand(1), inst.operand(0))
