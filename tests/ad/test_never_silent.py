@@ -686,6 +686,46 @@ def test_double_packed_into_words_at_O2_is_one_double_copy(tmp_path):
     assert out.returncode == 0 and "ok rev got 6" in out.stdout, out.stdout + out.stderr
 
 
+# A double `memcpy`'d into the `uint64_t` field of a record whose tag the same helper
+# computes from the bits: at -O3 the helper receives the bits as an `i64` argument
+# (argument promotion) that it both stores and shifts, so it keeps its integer type, and
+# the derivative was lost (0 for 6), silently: the store of those bits into the field,
+# read as a double after the call, is refused now.  -O2 copies them as a double.
+TAG_FROM_BITS = r"""
+#include <stdint.h>
+typedef struct { uint64_t bits; int tag; } Boxed;
+__attribute__((noinline)) static void box(Boxed *b, const double *x) {
+    memcpy(&b->bits, x, 8); b->tag = (int)(b->bits >> 60);
+}
+__attribute__((noinline)) static double unbox(const Boxed *b) {
+    double d; memcpy(&d, &b->bits, 8); return d;
+}
+double f(const double *x) {
+    Boxed a, c;
+    box(&a, x);
+    c.bits = a.bits; c.tag = a.tag;
+    double y = unbox(&c);
+    return y * y + c.tag;
+}
+int main(void) {
+    double x = 3, dx = 0, t = 1;
+    __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx);
+    check("rev", dx, 6);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, &x, &t), 6);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
+def test_double_in_integer_field_with_tag_from_its_bits(tmp_path, opt):
+    if opt == "-O3":
+        err = build_error(tmp_path, TAG_FROM_BITS, opt)
+        assert "as an integer" in err, err
+    else:
+        run(tmp_path, TAG_FROM_BITS, opt)
+
+
 # Round CB: HH-suite's fast log2 (Mitchell's approximation) converts the bits of the
 # float, as an integer, to a float: `(float)(bits(x) - 0x3F800000) * 0x1p-23`.  The
 # gradient was 0, silently (the refusal covered bits turned back into floats by a

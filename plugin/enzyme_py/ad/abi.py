@@ -5,9 +5,12 @@ The x86-64 ABI passes and returns ``union { double num; long i; }`` by value as 
 ``sq(num v) { return v.num * v.num; }`` is ``define double @sq(i64 %v)`` whose body
 starts with ``bitcast i64 %v to double``, and its callers pass ``bitcast double %x to
 i64``.  Derivatives follow a value's type, so across such a call they would be lost.
+(-O3's argument promotion does the same to a pointer to a double the callee only
+copies: ``box(&a, &x)``, ``memcpy(&a->bits, x, 8)``, becomes ``box(&a, i64 %bits)``.)
 
 Before differentiation, in the private copies about to be differentiated, a parameter
-bitcast to the floating-point type of its width becomes a parameter of that type (each
+bitcast to the floating-point type of its width (or only stored, into memory read as
+floats of that width) becomes a parameter of that type (each
 call passes its argument bitcast to it; uses that read its bits as an integer, a
 union's exponent field, read the new parameter bitcast back), and a function
 whose every return is a bitcast of one floating-point type returns that type (each
@@ -55,12 +58,29 @@ def _direct_calls(fn):
     return calls
 
 
-def _param_float(arg):
+def _param_float(arg, types):
     """The float type the integer parameter ``arg`` is bitcast to, when some use
     bitcasts it to the floating-point type of its width and no use bitcasts it to
-    another type (the other uses read its bits as an integer: a union's ``u >> 52``)."""
+    another type (the other uses read its bits as an integer: a union's ``u >> 52``);
+    or that it is only stored as, into memory where the program's own accesses, and
+    those of the bytes integer copies move it to, are floats of that type
+    (``typetree.copied_kinds``: -O3's argument promotion hands ``box(&a, &x)``, which
+    ``memcpy``s a double into a ``uint64_t`` field, the double's bits as an ``i64``).
+    ``types``: the byte-offset analysis, made when first asked for."""
     ft = _float_of(arg.type)
-    return ft if ft is not None and _bitcast_only_to([arg], ft) else None
+    if ft is None:
+        return None
+    if _bitcast_only_to([arg], ft):
+        return ft
+    stores = [u.user for u in arg.uses]
+    if not stores or not all(isinstance(st, Store) and st.operand(0) is arg
+                             and not st.volatile and not st.ordering for st in stores):
+        return None
+    n = ft.width // 8
+    got = set()
+    for st in stores:
+        got |= types().copied_kinds(st.operand(1), n, exclude=(st,))
+    return ft if got == {ft.kind} else None
 
 
 def _bitcast_only_to(values, ft) -> bool:
@@ -359,14 +379,22 @@ def retype_float_abi(fns) -> list:
     fns = [f for f in fns if not f.is_declaration]
     for fn in fns:
         fn.materialize()     # their calls of each other are among their uses
-    changed = []
+    changed, made = [], []
+
+    def types():
+        if not made:
+            from ..analysis.typetree import MemoryTypes
+            made.append(MemoryTypes(fns[0].parent, fns))
+        return made[0]
+
     for fn in fns:
         if fn.function_type.varargs:
             continue
         calls = _direct_calls(fn)
         if calls is None:
             continue
-        params = {i: ft for i, a in enumerate(fn.args) if (ft := _param_float(a)) is not None}
+        params = {i: ft for i, a in enumerate(fn.args)
+                  if (ft := _param_float(a, types)) is not None}
         ret = _return_float(fn)
         if params or ret is not None:
             _retype(fn, calls, params, ret)
