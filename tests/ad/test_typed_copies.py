@@ -376,3 +376,66 @@ def test_float_bits_in_integer_fields(tmp_path, opt):
     assert got["field"] == pytest.approx([6, 6], rel=1e-12)
     assert got["whole"] == pytest.approx([6, 6], rel=1e-6)
     assert got["array"] == pytest.approx([24, 3, -8, 3] * 2, rel=1e-12)
+
+
+# A wire-format record ``{uint32_t id; uint64_t payload;}`` carrying a double's bits
+# (``std::bit_cast``), pushed into a ``std::vector``, the vector copied, the payloads
+# cast back: refused at every level ("an integer-typed copy of memory that may hold
+# floating-point values": -O1+ stores the loaded bits on either side of the vector's
+# growth branch, in other blocks than the load; -O0's ``bit_cast`` returns them as an
+# ``i64``).  The copy is made one of doubles, and ``bit_cast``'s result a double.
+WIRE_RECORDS = r"""
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+#include <cstring>
+#include <variant>
+extern int enzyme_dup, enzyme_const;
+extern void __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+struct Wire { uint32_t id; uint64_t payload; };          // a message: a double's bits in payload
+static std::vector<Wire> encode(const double *x, int n) {
+  std::vector<Wire> out;
+  for (int i = 0; i < n; i++) out.push_back(Wire{(uint32_t)i, std::bit_cast<uint64_t>(x[i])});
+  return out;
+}
+static double decode_sum(const std::vector<Wire> &w) {
+  double s = 0;
+  for (const Wire &m : w) s += (m.id + 1) * std::bit_cast<double>(m.payload) * std::bit_cast<double>(m.payload);
+  return s;
+}
+double f(const double *x, int n) {
+  std::vector<Wire> w = encode(x, n);
+  std::vector<Wire> copy = w;                                // copied on as records
+  return decode_sum(copy);
+}
+double g(const double *x, int n) {                           // a variant copied around
+  std::vector<std::variant<int64_t, double>> v;
+  for (int i = 0; i < n; i++) { if (i % 2) v.emplace_back(x[i]); else v.emplace_back((int64_t)i); }
+  auto v2 = v;
+  double s = 0;
+  for (auto &e : v2) if (auto p = std::get_if<double>(&e)) s += *p * *p;
+  return s;
+}
+int main() {
+  double x[3] = {1.5, -2, 0.5}, dx[3] = {0}, e[3] = {0, 1, 0};
+  __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+  printf("f %.12g %.12g %.12g %.12g\n", dx[0], dx[1], dx[2],
+         __enzyme_fwddiff((void *)f, enzyme_dup, x, e, enzyme_const, 3));
+  double dg[3] = {0};
+  __enzyme_autodiff((void *)g, enzyme_dup, x, dg, enzyme_const, 3);
+  printf("g %.12g %.12g %.12g\n", dg[0], dg[1], dg[2]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_double_bits_in_wire_records(tmp_path, opt):
+    out = build_and_run(tmp_path, WIRE_RECORDS, opt + " -std=c++20", cxx=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = parse_values(out.stdout)
+    # f: sum (i + 1) x_i^2 -> 2 (i + 1) x_i, forward along e_1; g: x_1^2 (odd entries)
+    assert got["f"] == pytest.approx([3, -8, 3, -8], rel=1e-12)
+    assert got["g"] == pytest.approx([0, -4, 0], rel=1e-12)

@@ -13,7 +13,8 @@ bitcast to the floating-point type of its width (or only stored, into memory rea
 floats of that width) becomes a parameter of that type (each
 call passes its argument bitcast to it; uses that read its bits as an integer, a
 union's exponent field, read the new parameter bitcast back), and a function
-whose every return is a bitcast of one floating-point type returns that type (each
+whose every return is a bitcast of one floating-point type (or an integer load of
+memory holding only such floats: ``std::bit_cast<uint64_t>`` at -O0) returns that type (each
 call's result is bitcast back for its users) -- the same program, with the floats'
 type at the call boundary.  The bitcast round trips left in the callers keep their
 derivatives (``rules.CASTS``).  A small struct returned as ``{ i64, i8 }`` -- a union of
@@ -104,9 +105,19 @@ def _return_float(fn):
     rets = [b.terminator for b in fn.blocks if isinstance(b.terminator, Ret)]
     for r in rets:
         v = r.operand(0)
-        if not (isinstance(v, Cast) and v.opcode == "bitcast" and v.operand(0).type == ft):
+        if not (isinstance(v, Cast) and v.opcode == "bitcast" and v.operand(0).type == ft
+                or _loads_float(v, ft)):
             return None
     return ft if rets else None
+
+
+def _loads_float(v, ft) -> bool:
+    """Whether ``v`` is an integer load of memory that holds floats of type ``ft`` and
+    nothing else (``types.memory_kinds``, its own access aside): ``std::bit_cast<
+    uint64_t>(x)`` of a double at -O0, a function returning ``*(const uint64_t *)&x``."""
+    from ..analysis.types import memory_kinds
+    return isinstance(v, Load) and not v.volatile and not v.ordering \
+        and memory_kinds([v.operand(0)], exclude=v) == {ft.kind}
 
 
 def _struct_fields(fn, calls):
@@ -348,6 +359,11 @@ def _retype(fn, calls, params, ret):
             r = b.terminator
             if isinstance(r, Ret):
                 bc = r.operand(0)
+                if isinstance(bc, Load):    # (read as the float: ``retype_float_lanes``)
+                    f = Cast("bitcast", bc, ret)
+                    f.insert_before(r)
+                    r.set_operand(0, f)
+                    continue
                 r.set_operand(0, bc.operand(0))
                 if not bc.uses:
                     bc.erase()

@@ -8,7 +8,9 @@ Clang (and LLVM's instcombine, on a small ``memcpy``) copies an 8-byte struct as
 ``i64`` says nothing about the float inside: the derivative went elsewhere or nowhere
 (round R; real Enzyme 15 is right on most of these).  (A copy whose integer is exactly
 one float of its width -- a ``double`` moved as an ``i64`` -- the generators already
-move as that float.)
+move as that float where the store follows the load in its block; one stored in other
+blocks -- ``push_back(Wire{i, std::bit_cast<uint64_t>(x[i])})``, the store on either
+side of the growth branch -- is made a load and stores of that float here.)
 
 Before differentiation, in the private copies about to be differentiated, an integer
 ``load`` whose every use is a ``store`` of it or the extraction of one field becomes one
@@ -201,7 +203,9 @@ def split_integer_copies(module, functions) -> int:
                for _, off, ty, _ in extracted):
             continue
         narrow = [ty for _, ty in fields] + [ty for _, _, ty, _ in extracted]
-        if not any(ty.is_float and dl.store_size(ty) < nbytes for ty in narrow):
+        whole = len(fields) == 1 and fields[0][1].is_float and not extracted \
+            and any(st.parent is not ld.parent for st in stores)
+        if not whole and not any(ty.is_float and dl.store_size(ty) < nbytes for ty in narrow):
             continue
         todo.append((ld, extracted, stores, fields))
     for ld, extracted, stores, fields in todo:
