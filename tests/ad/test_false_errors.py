@@ -1601,19 +1601,6 @@ def test_file_scope_workspaces_kept_between_calls(tmp_path, opt, valgrind):
     assert out.count("ok rev") == 15 and out.count("ok fwd") == 3, out
 
 
-@pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_file_scope_workspaces_leak_no_shadow(tmp_path, opt, valgrind):
-    """Forward mode gave each block the call allocates into such a pointer a zeroed
-    shadow that no one freed (the next derivative call starts the shadow afresh): one
-    definitely lost block per call.  Freed after the call now."""
-    import subprocess
-    run(tmp_path, WORKSPACES, opt)
-    out = subprocess.run([valgrind, "-q", "--leak-check=full", "--errors-for-leak-kinds=definite",
-                          "--error-exitcode=3", str(tmp_path / "t")],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and "definitely lost" not in out.stderr, out.stderr
-
-
 # Round CE: a stereo matcher's cost volume in a file-scope buffer grown by realloc and
 # handed out by an accessor (`double *get_buf(n)`), allocated by the program's own call
 # first: -O0 stopped with "the pointer in global 'g_buf' was read by the derivative

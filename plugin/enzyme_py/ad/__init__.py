@@ -507,8 +507,6 @@ def _round(module, options, log) -> None:
             _zero_shadow_globals(module, ctx.shadow_lanes, call)
         if s.mode in ("reverse", "forward"):
             _free_zero_shadows(module, ctx.shadow_globals, call, after=True)
-        if s.mode == "forward":     # (placed before the above: it clears what it frees)
-            _free_held_shadows(module, ctx.shadow_globals, call)
         if s.mode == "forward":
             lower_forward(s, g, module)
         elif s.mode == "reverse":
@@ -663,29 +661,6 @@ def _free_zero_shadows(module, shadows, call, after) -> None:
     else:
         e.position_before(call)
     free_zero_shadows(e, module, shadows)
-
-
-def _free_held_shadows(module, shadows, call) -> None:
-    """After a forward-mode derivative call: free the shadow each file-scope workspace
-    pointer (``globals.heap_block_only``) holds -- the zeroed block the call allocated
-    beside the block it left there (``forward._zeroed``), or the one
-    ``runtime.fill_shadow_check`` made -- and clear it: the next derivative call starts
-    the shadow afresh, and the block had leaked.  (Such a block is handed to no entry
-    point: the caller never sees its shadow.)"""
-    from ..analysis.globals import heap_block_only, thread_local
-    from ..ir import types as T
-    from ..ir.instructions import Call
-    from ..ir.values import ConstantNull
-    from .emit import Emitter
-    held = [sg for g, sg in shadows.items() if heap_block_only(g) and not thread_local(sg)]
-    if not held or not isinstance(call, Call):
-        return
-    e = Emitter(module)
-    e.position_after(call)
-    free = e.declare("free", T.void, [T.ptr])
-    for sg in held:
-        e.call(free, [e.load(T.ptr, sg, 8)])
-        e.store(ConstantNull(T.ptr), sg, 8)
 
 
 def _zero_shadow_globals(module, shadows, call) -> None:
