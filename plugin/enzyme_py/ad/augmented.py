@@ -74,6 +74,24 @@ def carried_float(load, store):
     return want[1] if got == {want[0]} else None
 
 
+def unknown_float_copy(load, store) -> bool:
+    """Whether the integer copy ``store load, q`` may move a float's bits that nothing
+    here can tell from integers: floats of its width are read or written where integer
+    copies take these bytes, among other kinds (a float ``memcpy``'d into the
+    ``uint32_t`` field of a record array whose fields the analysis folds together), and
+    the source bytes show no access of their own (an argument's memory, only copied
+    here).  Judged an integer by the declared field, the derivative was lost, silently;
+    it is a compile error instead."""
+    want = {64: "double", 32: "float"}.get(load.type.width)
+    if want is None or not isinstance(load, Load) or load.function is None:
+        return False
+    from ..analysis.typetree import MemoryTypes
+    src, n = load.operand(0), load.type.width // 8
+    types = MemoryTypes.of(store.module, [src, store.operand(1)])
+    got = types.copied_kinds(src, n) | types.copied_kinds(store.operand(1), n)
+    return want in got and not types.copied_kinds(src, n, follow=False)
+
+
 # a store of an integer into a field the source declares integer, tagged before the
 # pre-AD optimisation turns the field's struct GEP into a byte offset (at -O0, without TBAA)
 DECLARED_INT = "enzyme.int"
@@ -760,6 +778,8 @@ class AugmentedForward:
                     else _int_copy_kinds([v.operand(0), p], w)
                 if (declared_int or _no_float_of_width(kinds, w) and not word_of_float(
                         v, p, (v, inst) + self._bit_moves())) and carried_float(v, inst) is None:
+                    if unknown_float_copy(v, inst):
+                        raise untyped_copy_error(self.ctx.err_loc(inst))
                     # no floating-point value of this width there: an integer (a C++
                     # key) or a pointer (an iterator copied at -O0); for pointers, the
                     # same copy of the shadow bytes
@@ -1200,8 +1220,9 @@ class AugmentedForward:
         sweeps).  From the copy's own TBAA tag where LLVM made it from typed accesses;
         else from the objects' kinds; where those give no answer, from the kinds of
         exactly the bytes moved (``types.byte_kinds``)."""
-        from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, memory_kinds, \
-            pointee_kinds, string_buffer, string_characters, string_object_bytes, tbaa_kind
+        from ..analysis.types import FLOAT_KINDS, byte_kinds, constant_text, copied_floats, \
+            memory_kinds, pointee_kinds, string_buffer, string_characters, \
+            string_object_bytes, tbaa_kind
         n = inst.args[2]
         if len(inst.args) > 3 and (string_characters(inst.args[1])
                                    or constant_text(inst.args[1])
@@ -1235,6 +1256,11 @@ class AugmentedForward:
             moved = pointee_kinds(inst.module, ptrs, size)
             if moved & FLOAT_KINDS:
                 kinds = moved | kinds
+            else:
+                # (or where integer copies take the bytes on and they are read as floats
+                # there: doubles put into a byte buffer, copied out by a helper as
+                # 8-byte integers into doubles -- the adjoint was dropped here)
+                kinds = kinds | copied_floats(inst.module, ptrs, size)
         try:
             return self._mem_kind_of(inst, kinds)
         except ADError:

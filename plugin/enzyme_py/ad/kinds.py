@@ -405,7 +405,10 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     if size < 4 and not any(isinstance(x, I.Cast) and x.opcode == "bitcast"
                             and floatish(x.operand(0).type)
                             for x in _int_sources(v, casts=True)):
-        return False    # (bytes of a float only where a float's bits are cut up here)
+        # (bytes of a float only where a float's bits are cut up here -- or where the
+        # bytes are read back and put together into a float: a little-endian packer's
+        # `buf[i] = u >> 8 * i` unpacked by `v |= (uint64_t)in[i] << 8 * i`)
+        return _bytes_become_floats(inst.operand(1))
     # (integer constants stored there say nothing against a float: they may be a
     # float's bits -- -O3's unswitched loop stores `<2 x i64> splat(0xffffffff)`, an
     # `{int idx; float w}` pair of -1 and 0.0f, into the array the packed pairs go to)
@@ -415,6 +418,38 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
     # double packed into `uint32_t` words by one helper, unpacked by another): the
     # derivative would not follow the words back
     return 4 <= size <= 8 and _floats_from_loaded_bits(module)
+
+
+def _bytes_become_floats(p, limit=64, depth=1) -> bool:
+    """Whether some integer load of the object ``p`` points into -- here, or in a
+    defined function it is passed to -- becomes a floating-point value
+    (:func:`_becomes_float`, ``depth`` levels: bitcast to one, or stored into memory
+    that holds floats)."""
+    from ..analysis.activity import underlying_object
+    work, seen = [underlying_object(p)], set()
+    while work and limit:
+        limit -= 1
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.uses:
+            user = u.user
+            if isinstance(user, (I.GEP, I.Cast, I.Phi, I.Select)) and user.type.is_pointer:
+                work.append(user)
+            elif isinstance(user, I.Load) and user.type.is_int:
+                # (a byte: as the wider integer it is put into)
+                wide = [user] if user.type.width >= 16 else [
+                    x.user for x in user.uses if isinstance(x.user, I.Cast)
+                    and x.user.opcode in ("zext", "sext")]
+                if any(_becomes_float(w, depth=depth) for w in wide):
+                    return True
+            elif isinstance(user, I.Call) and u.index < len(user.args):
+                callee = user.called_function
+                if callee is not None and not callee.is_declaration \
+                        and u.index < len(callee.args):
+                    work.append(callee.args[u.index])
+    return False
 
 
 def _floats_from_loaded_bits(module) -> bool:
@@ -596,12 +631,15 @@ def _int_bits(v, act, unknown=False) -> bool:
         and _float_bits(v, act, unknown=unknown)
 
 
-def _becomes_float(value, limit=16, loose=False) -> bool:
+def _becomes_float(value, limit=16, loose=False, depth=2) -> bool:
     """Whether the integer ``value`` (a call's result, a parameter) is turned into
     floating-point values where it arrives: bitcast to a float type, or stored into
     memory seen to hold floats (through phis, selects, integer arithmetic and casts);
     ``loose``: memory where a float is seen among other kinds counts too (a tagged
-    value's ``uint64_t`` bits field, read as a double by another function)."""
+    value's ``uint64_t`` bits field, read as a double by another function).  ``depth``
+    more levels: or passed to a defined function where it does, or stored into memory
+    whose integer loads do (:func:`_bytes_become_floats`: QuickJS's boxed values kept
+    in a ``uint64_t`` stack at -O0, unboxed by another function)."""
     from ..analysis.activity import floatish
     ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
@@ -634,6 +672,15 @@ def _becomes_float(value, limit=16, loose=False) -> bool:
                 # bits)` stores it into `uint32_t` words another helper rebuilds from)
                 if value.is_argument and 4 <= size <= 8 \
                         and _floats_from_loaded_bits(module):
+                    return True
+                if depth and _bytes_become_floats(user.operand(1), depth=depth - 1):
+                    return True
+            elif depth and isinstance(user, I.Call) and u.index < len(user.args):
+                callee = user.called_function
+                if callee is not None and not callee.is_declaration \
+                        and not (callee.name or "").startswith("llvm.") \
+                        and u.index < len(callee.args) \
+                        and _becomes_float(callee.args[u.index], limit, loose, depth - 1):
                     return True
     return False
 

@@ -480,6 +480,28 @@ def pointee_kinds(module, ptrs, size=None, exclude=None) -> set:
     return kinds
 
 
+def copied_floats(module, ptrs, size, most=1024) -> set:
+    """The floating-point kinds integer copies carry out of (or into) the ``size`` bytes
+    at each pointer (``typetree.copied_kinds``, window by window of a float's width):
+    a window whose own accesses and whose copies' far ends show exactly one float kind
+    of its width gives that kind -- doubles ``memcpy``'d into a ``uint8_t`` buffer that
+    a helper copies out again as 8-byte integers into doubles.  Empty past ``most``
+    bytes."""
+    from .typetree import MemoryTypes
+    if size is None or size > most:
+        return set()
+    types = MemoryTypes.of(module, ptrs)
+    out = set()
+    for kind, n in (("double", 8), ("float", 4)):
+        for off in range(0, size - n + 1, n):
+            got = set()
+            for p in ptrs:
+                got |= types.copied_kinds(p, n, offset=off)
+            if got == {kind}:
+                out.add(kind)
+    return out
+
+
 def function_of(v):
     """The function an argument or instruction belongs to, else None."""
     return v.parent if isinstance(v, Argument) else getattr(v, "function", None)

@@ -313,7 +313,7 @@ class MemoryTypes:
                        if (not ex or srcs - ex) and (text or kind != "int" or nb != 1))
         return out
 
-    def copied_kinds(self, p, size, exclude=(), offset=0) -> set:
+    def copied_kinds(self, p, size, exclude=(), offset=0, follow=True) -> set:
         """The kinds the program's own accesses give the ``size`` bytes at ``p + offset``
         and every range that integer copies (a load whose value is stored elsewhere,
         ``c.bits = a.bits``, a record moved as one ``i64``) move those bytes to or
@@ -321,7 +321,8 @@ class MemoryTypes:
         ``memcpy``, copied on as an integer and read back as a double somewhere else.
         Declared layouts (of locals and globals) and the copies' own accesses do not
         count: they say what the bytes are called, not what they hold.  ``exclude``:
-        accesses not to count either (the store being asked about)."""
+        accesses not to count either (the store being asked about); ``follow=False``:
+        the bytes at ``p`` alone."""
         edges = self._copy_edges()
         copies = self._copy_insts | set(exclude)
         out, seen = set(), set()
@@ -340,7 +341,7 @@ class MemoryTypes:
                     if any(x is not None and not isinstance(x, Alloca) and x not in copies
                            for x in srcs) and self._overlaps(root.period, o, nb, off, size):
                         out.add(kind)
-            for o, n, (other, o2) in edges.get(id(root), ()):
+            for o, n, (other, o2) in edges.get(id(root), ()) if follow else ():
                 rel = off - o
                 if root.period:
                     rel %= root.period
