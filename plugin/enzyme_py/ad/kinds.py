@@ -21,7 +21,7 @@ ones have rules in ``rules.BINARY``), ``CAST_OPCODES`` and ``ATOMIC_OPERATIONS``
 from __future__ import annotations
 
 from ..ir import instructions as I
-from ..ir.walk import BoundedWalk
+from ..ir.walk import BoundedWalk, derives_pointer
 from .errors import NoDerivativeError
 
 __all__ = ["INSTRUCTIONS", "BINARY_OPCODES", "CAST_OPCODES", "ATOMIC_OPERATIONS", "check",
@@ -426,17 +426,12 @@ def _bytes_become_floats(p, limit=64, depth=1) -> bool:
     (:func:`_becomes_float`, ``depth`` levels: bitcast to one, or stored into memory
     that holds floats)."""
     from ..analysis.activity import underlying_object
-    work, seen = [underlying_object(p)], set()
-    while work and limit:
-        limit -= 1
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
+    walk = BoundedWalk(underlying_object(p), limit)
+    for v in walk:
         for u in v.uses:
             user = u.user
-            if isinstance(user, (I.GEP, I.Cast, I.Phi, I.Select)) and user.type.is_pointer:
-                work.append(user)
+            if derives_pointer(u):
+                walk.add(user)
             elif isinstance(user, I.Load) and user.type.is_int:
                 # (a byte: as the wider integer it is put into)
                 wide = [user] if user.type.width >= 16 else [
@@ -448,7 +443,7 @@ def _bytes_become_floats(p, limit=64, depth=1) -> bool:
                 callee = user.called_function
                 if callee is not None and not callee.is_declaration \
                         and u.index < len(callee.args):
-                    work.append(callee.args[u.index])
+                    walk.add(callee.args[u.index])
     return False
 
 

@@ -21,7 +21,8 @@ written at the same points, now typed.  The fields come from the byte-offset ana
 of a copy; the integer copies themselves do not count, nor, where a float is accessed,
 a field's declared integer type: a float's bits ``memcpy``'d into a ``uint32_t``) and
 from the extractions; at
-least one float narrower than the integer must be among them.  Bytes of unknown kind
+least one float narrower than the integer must be among them (or the integer is one
+float, stored in other blocks than its load).  Bytes of unknown kind
 leave the copy as it was (the generators' own checks then apply).  Little-endian
 targets only.
 """
