@@ -25,6 +25,7 @@ import argparse
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=["regex", "chem"], help="one case only")
     ap.add_argument("--keep", type=Path, help="write the sources and builds here")
     args = ap.parse_args(argv)
+    missing = [t for t in ("enzyme-cc", "enzyme-c++") if shutil.which(t) is None]
+    if missing:
+        print(f"python -m benchmarks.compile_time: {' and '.join(missing)} not on PATH "
+              "(install EnzymePy, or activate its virtual environment)", file=sys.stderr)
+        return 2
     ctx = tempfile.TemporaryDirectory() if args.keep is None else None
     work = Path(ctx.name) if ctx else args.keep
     work.mkdir(parents=True, exist_ok=True)

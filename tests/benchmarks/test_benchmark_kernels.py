@@ -86,3 +86,13 @@ def test_quick_harness_one_kernel(tmp_path):
         assert tools["adolc"]["agree"] < 1e-6
     md = (tmp_path / "out" / "quick.md").read_text()
     assert "| scan |" in md
+
+
+def test_compile_time_benchmark_without_the_drivers_says_so(tmp_path):
+    """Without enzyme-cc on PATH the compile-time benchmark stops with a message and
+    exit status 2 (it printed a traceback)."""
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "benchmarks.compile_time", "--only", "regex"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "not on PATH" in r.stderr and "Traceback" not in r.stderr, r.stderr
