@@ -2230,7 +2230,9 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_copy_of_bits_also_used_as_an_integer_is_an_error(tmp_path, opt):
     err = build_error(tmp_path, BITS_CHANGED_THEN_COPIED, opt)
-    assert "integer-typed copy of memory that may hold floating-point values" in err, err
+    # (refused at the `^=`, whose bits are copied on and read as a double, or at the copy)
+    assert "integer-typed copy of memory that may hold floating-point values" in err \
+        or "moved through integer operations" in err, err
 
 
 # Round BB: a value beside a flag returned by value -- libc++'s std::optional<double>,

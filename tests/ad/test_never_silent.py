@@ -821,6 +821,51 @@ int main(void) {
 }
 """
 
+# Round CG (records mixing integers, doubles and raw bits): two more.
+# - A big-endian serialiser: `put_f64` cuts a double argument's bits into bytes, `get_f64`
+#   puts them together again: 0 at every level (the callee carried no derivative to the
+#   bytes: no float reaches an output through it).  Refused at the call now.
+# - A union-holding struct returned by value by a getter: -O3 passes the double's bits in
+#   and out as an `i64` the getter returns unchanged: 0; refused now, as -O1/-O2 were.
+BYTES_BIG_ENDIAN = r"""
+#include <stdint.h>
+__attribute__((noinline)) static void put_f64(unsigned char *p, double d) {
+    uint64_t u; memcpy(&u, &d, 8);
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(u >> (56 - 8 * i));
+}
+__attribute__((noinline)) static double get_f64(const unsigned char *p) {
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = (u << 8) | p[i];
+    double d; memcpy(&d, &u, 8); return d;
+}
+double f(double x) {
+    unsigned char b[8];
+    put_f64(b, x);
+    double y = get_f64(b);
+    return y * y;
+}
+int main(void) {
+    check("rev", __enzyme_autodiff_d((void *)f, 3.0), 6);
+    return fails;
+}
+"""
+
+UNION_GETTER = r"""
+#include <stdint.h>
+typedef union { double d; uint64_t u; } word_t;
+typedef struct { int32_t tag; int32_t seq; word_t v; } slot_t;
+__attribute__((noinline)) static slot_t get(const slot_t *s) { return *s; }
+double f(double x) {
+    slot_t s; s.tag = 1; s.seq = 2; s.v.d = x;
+    slot_t t = get(&s);
+    return t.v.d * t.v.d;
+}
+int main(void) {
+    check("rev", __enzyme_autodiff_d((void *)f, 3.0), 6);
+    return fails;
+}
+"""
+
 
 def right_or_refused(tmp_path, body, opt, name):
     """Build ``body`` as ``name``: a compile error (never a traceback, no output file),
@@ -846,6 +891,10 @@ def test_values_moved_as_bits(tmp_path, opt):
     err = right_or_refused(tmp_path, QUICKJS_ADDEND, opt, "quickjs")
     assert err is not None or opt in ("-O2", "-O3"), "-O0 and -O1 are refused"
     assert right_or_refused(tmp_path, WIRE_U32, opt, "wire") is not None
+    err = build_error(tmp_path, BYTES_BIG_ENDIAN, opt)
+    assert "moved through integer operations" in err, err
+    err = right_or_refused(tmp_path, UNION_GETTER, opt, "getter")
+    assert err is not None or opt == "-O0", "only -O0 builds"
 
 
 # Round CB: HH-suite's fast log2 (Mitchell's approximation) converts the bits of the

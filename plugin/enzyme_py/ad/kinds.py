@@ -408,31 +408,54 @@ def _float_bits_stored(inst, act, limit=32) -> bool:
         # (bytes of a float only where a float's bits are cut up here -- or where the
         # bytes are read back and put together into a float: a little-endian packer's
         # `buf[i] = u >> 8 * i` unpacked by `v |= (uint64_t)in[i] << 8 * i`)
-        return _bytes_become_floats(inst.operand(1))
+        return _bytes_become_floats(module, inst.operand(1), size)
     # (integer constants stored there say nothing against a float: they may be a
     # float's bits -- -O3's unswitched loop stores `<2 x i64> splat(0xffffffff)`, an
     # `{int idx; float w}` pair of -1 and 0.0f, into the array the packed pairs go to)
     if _holds_a_float(module, inst.operand(1), size, (inst,) + _constant_stores(module)):
         return True
     # into memory of integers, where the program makes floats of integers it loads (a
-    # double packed into `uint32_t` words by one helper, unpacked by another): the
+    # double packed into `uint32_t` words by one helper, unpacked by another), or
+    # where what is loaded from there becomes a float (a big-endian serialiser's bytes,
+    # cut from the double's bits and put together again by its reader): the
     # derivative would not follow the words back
-    return 4 <= size <= 8 and _floats_from_loaded_bits(module)
+    return 4 <= size <= 8 and _floats_from_loaded_bits(module) \
+        or _bytes_become_floats(module, inst.operand(1), size)
 
 
-def _bytes_become_floats(p, limit=64, depth=1) -> bool:
-    """Whether some integer load of the object ``p`` points into -- here, or in a
-    defined function it is passed to -- becomes a floating-point value
+def _bytes_become_floats(module, p, size=None, limit=64, depth=1) -> bool:
+    """Whether some integer load of the ``size`` bytes at ``p`` (None: of the object it
+    points into) -- here, in a defined function the object is passed to, or, for a
+    parameter, in the callers' object -- becomes a floating-point value
     (:func:`_becomes_float`, ``depth`` levels: bitcast to one, or stored into memory
-    that holds floats)."""
-    from ..analysis.activity import underlying_object
-    walk = BoundedWalk(underlying_object(p), limit)
-    for v in walk:
+    that holds floats).  Offsets are followed through constant GEPs; a load at an
+    offset not known counts."""
+    from ..analysis.activity import base_offset
+    dl = module.datalayout
+    base, at = base_offset(p, dl)
+    if size is None:
+        at = None
+    walk = BoundedWalk((base, 0, True), limit)
+    for v, off, up in walk:
+        if up and v.is_argument and v.parent is not None:
+            # (a parameter of the function the bytes are stored in, or of its callers:
+            # the memory the callers pass -- a packer's `buf`, read back by the caller's
+            # unpacker; not for a callee's parameter, whose other callers pass other
+            # memory)
+            f, k = v.parent, v.index
+            walk.add(*((u.user.args[k], off, True) for u in f.uses
+                       if isinstance(u.user, I.Call) and u.user.called_function is f
+                       and k < len(u.user.args)))
         for u in v.uses:
             user = u.user
             if derives_pointer(u):
-                walk.add(user)
+                c = user.constant_offset(dl) if isinstance(user, I.GEP) else \
+                    0 if isinstance(user, I.Cast) else None
+                walk.add((user, None if off is None or c is None else off + c, False))
             elif isinstance(user, I.Load) and user.type.is_int:
+                n = dl.store_size(user.type)
+                if at is not None and off is not None and (off + n <= at or at + size <= off):
+                    continue    # (other bytes of the object: a tag beside the bits)
                 # (a byte: as the wider integer it is put into)
                 wide = [user] if user.type.width >= 16 else [
                     x.user for x in user.uses if isinstance(x.user, I.Cast)
@@ -443,7 +466,7 @@ def _bytes_become_floats(p, limit=64, depth=1) -> bool:
                 callee = user.called_function
                 if callee is not None and not callee.is_declaration \
                         and u.index < len(callee.args):
-                    walk.add(callee.args[u.index])
+                    walk.add((callee.args[u.index], off, False))
     return False
 
 
@@ -564,6 +587,7 @@ def _check_float_bits_crossing(inst, act, where) -> None:
     # i32 at -O0 to pack a `{float, int}` argument -- counts as holding floats; and an
     # integer another call returned built from a float's bits, handed on unopened:
     # `use(make(x))` of a small struct both sides pass as an i64)
+    _check_bits_stored_by_callee(inst, callee, act, where)
     crossing = [("the call passes", a.type) for a, param in zip(inst.args, callee.args)
                 if (_int_bits(a, act) or _float_bits_returned(a, act))
                 and _becomes_float(param, loose=True)
@@ -579,6 +603,40 @@ def _check_float_bits_crossing(inst, act, where) -> None:
             "their derivatives cannot follow",
             location=where() if callable(where) else where,
             hint="pass the floating-point value itself, or a pointer to the union or struct")
+
+
+def _check_bits_stored_by_callee(call, callee, act, where) -> None:
+    """A float that carries a derivative, passed to a callee that stores its bits --
+    cut up by integer operations -- into memory the call's pointer arguments reach, from
+    which they are read back into a float (a big-endian serialiser `put_f64(buf, x)`,
+    read back by `get_f64(buf)`): the callee carries no derivative to the bytes (no
+    float reaches an output through it), so the derivative was 0, silently."""
+    from ..analysis.activity import floatish, underlying_object
+    for a, param in zip(call.args, callee.args):
+        if not (floatish(a.type) and not a.type.is_vector
+                and (a in act.active or a in act.pruned)):
+            continue
+        walk = BoundedWalk(param, 64)
+        for v in walk:
+            for u in v.uses:
+                user = u.user
+                if isinstance(user, I.Cast) and user.opcode in ("bitcast", "trunc", "zext",
+                                                                "sext") \
+                        and not floatish(user.type) \
+                        or isinstance(user, I.BinaryOp) and user.opcode not in I.FP_BINARY_OPS \
+                        or isinstance(user, (I.Phi, I.Select, I.Freeze)):
+                    walk.add(user)
+                elif isinstance(user, I.Store) and u.index == 0 and v is not param:
+                    base = underlying_object(user.operand(1))
+                    if base.is_argument and base.parent is callee \
+                            and base.index < len(call.args) \
+                            and _bytes_become_floats(call.module, call.args[base.index]):
+                        raise NoDerivativeError(
+                            "floating-point values moved through integer operations (the "
+                            "callee stores the bits of a floating-point argument into memory "
+                            "they are read back from as a float): their derivatives cannot "
+                            "follow", location=where() if callable(where) else where,
+                            hint="copy the value's bytes with memcpy, or keep it as a float")
 
 
 def _float_bits_returned(v, act) -> bool:
@@ -626,15 +684,16 @@ def _int_bits(v, act, unknown=False) -> bool:
         and _float_bits(v, act, unknown=unknown)
 
 
-def _becomes_float(value, limit=16, loose=False, depth=2) -> bool:
+def _becomes_float(value, limit=16, loose=False, depth=3) -> bool:
     """Whether the integer ``value`` (a call's result, a parameter) is turned into
     floating-point values where it arrives: bitcast to a float type, or stored into
     memory seen to hold floats (through phis, selects, integer arithmetic and casts);
     ``loose``: memory where a float is seen among other kinds counts too (a tagged
     value's ``uint64_t`` bits field, read as a double by another function).  ``depth``
-    more levels: or passed to a defined function where it does, or stored into memory
-    whose integer loads do (:func:`_bytes_become_floats`: QuickJS's boxed values kept
-    in a ``uint64_t`` stack at -O0, unboxed by another function)."""
+    more levels: or passed to a defined function where it does, returned to callers
+    where the result does, or stored into memory whose integer loads do
+    (:func:`_bytes_become_floats`: QuickJS's boxed values kept in a ``uint64_t`` stack
+    at -O0, unboxed by another function)."""
     from ..analysis.activity import floatish
     ty = value.type
     parts = ty.elements if ty.is_struct else [ty]     # {i32, i64}: a tag and a union
@@ -668,7 +727,8 @@ def _becomes_float(value, limit=16, loose=False, depth=2) -> bool:
                 if value.is_argument and 4 <= size <= 8 \
                         and _floats_from_loaded_bits(module):
                     return True
-                if depth and _bytes_become_floats(user.operand(1), depth=depth - 1):
+                if depth and _bytes_become_floats(module, user.operand(1), size,
+                                                  depth=depth - 1):
                     return True
             elif depth and isinstance(user, I.Call) and u.index < len(user.args):
                 callee = user.called_function
@@ -676,6 +736,13 @@ def _becomes_float(value, limit=16, loose=False, depth=2) -> bool:
                         and not (callee.name or "").startswith("llvm.") \
                         and u.index < len(callee.args) \
                         and _becomes_float(callee.args[u.index], limit, loose, depth - 1):
+                    return True
+            elif depth and isinstance(user, I.Ret) and user.parent is not None:
+                # returned: where the callers' results go (a union handed back
+                # unchanged by a getter, `ret i64 %0` at -O3)
+                f = user.parent.parent
+                if any(isinstance(c.user, I.Call) and c.user.called_function is f
+                       and _becomes_float(c.user, limit, loose, depth - 1) for c in f.uses):
                     return True
     return False
 
