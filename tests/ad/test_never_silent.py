@@ -669,8 +669,10 @@ int main(void) {
 
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O3"])
 def test_double_packed_into_words_and_unpacked(tmp_path, opt):
-    err = build_error(tmp_path, PACKED_WORDS, opt)
-    assert "integer" in err, err
+    # (refused with the system clang; zig's clang, another LLVM, hands over IR whose
+    # copies are followed, and the result is right)
+    err = right_or_refused(tmp_path, PACKED_WORDS, opt, "packed")
+    assert err is None or "integer" in err, err
 
 
 def test_double_packed_into_words_at_O2_is_one_double_copy(tmp_path):
@@ -714,8 +716,9 @@ int main(void) {
 @pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
 def test_double_in_integer_field_with_tag_from_its_bits(tmp_path, opt):
     if opt == "-O3":
-        err = build_error(tmp_path, TAG_FROM_BITS, opt)
-        assert "as an integer" in err, err
+        # (refused with the system clang; right with zig's, whose -O3 keeps the pointer)
+        err = right_or_refused(tmp_path, TAG_FROM_BITS, opt, "tag")
+        assert err is None or "as an integer" in err, err
     else:
         run(tmp_path, TAG_FROM_BITS, opt)
 
@@ -888,8 +891,10 @@ def test_values_moved_as_bits(tmp_path, opt):
     run(tmp_path, CHECKPOINT_BYTES, opt)
     err = build_error(tmp_path, LE64_BYTES, opt)
     assert "moved through integer operations" in err, err
+    # (-O0 is refused; -O1 with the system clang, right with zig's; -O2 and -O3 fold
+    # the addend away and are right)
     err = right_or_refused(tmp_path, QUICKJS_ADDEND, opt, "quickjs")
-    assert err is not None or opt in ("-O2", "-O3"), "-O0 and -O1 are refused"
+    assert err is not None or opt != "-O0", "-O0 is refused"
     assert right_or_refused(tmp_path, WIRE_U32, opt, "wire") is not None
     err = build_error(tmp_path, BYTES_BIG_ENDIAN, opt)
     assert "moved through integer operations" in err, err
