@@ -53,6 +53,19 @@ def _no_float_of_width(kinds, w) -> bool:
         or w not in (32, 64) and kinds & {"double", "float"})
 
 
+def _copy_web(load, store):
+    """(the float kind of the integer's width, the byte-offset analysis, what
+    ``typetree.copied_kinds`` finds at both ends of the copy ``store load, q``), or
+    None for an integer of no float's width."""
+    kind = {64: "double", 32: "float"}.get(load.type.width)
+    if kind is None or not isinstance(load, Load) or load.function is None:
+        return None
+    from ..analysis.typetree import MemoryTypes
+    ptrs, n = [load.operand(0), store.operand(1)], load.type.width // 8
+    types = MemoryTypes.of(store.module, ptrs)
+    return kind, types, types.copied_kinds(ptrs[0], n) | types.copied_kinds(ptrs[1], n)
+
+
 def carried_float(load, store):
     """The float type whose bits the integer copy ``store load, q`` moves, where the
     copies say so and the declarations do not: the program's own accesses of the bytes
@@ -62,16 +75,10 @@ def carried_float(load, store):
     as an integer (``c.bits = a.bits``), ``memcpy``'d back into a double by another.
     The field's declared type (``tag_declared_integers``, TBAA) says integer; moved as
     one, the derivative was lost, silently.  Else None."""
-    want = {64: ("double", T.double), 32: ("float", T.float)}.get(load.type.width)
-    if want is None or not isinstance(load, Load) or load.function is None:
+    web = _copy_web(load, store)
+    if web is None or web[2] != {web[0]}:
         return None
-    from ..analysis.typetree import MemoryTypes
-    ptrs = [load.operand(0), store.operand(1)]
-    types = MemoryTypes.of(store.module, ptrs)
-    got = set()
-    for p in ptrs:
-        got |= types.copied_kinds(p, load.type.width // 8)
-    return want[1] if got == {want[0]} else None
+    return T.double if web[0] == "double" else T.float
 
 
 def unknown_float_copy(load, store) -> bool:
@@ -82,14 +89,12 @@ def unknown_float_copy(load, store) -> bool:
     the source bytes show no access of their own (an argument's memory, only copied
     here).  Judged an integer by the declared field, the derivative was lost, silently;
     it is a compile error instead."""
-    want = {64: "double", 32: "float"}.get(load.type.width)
-    if want is None or not isinstance(load, Load) or load.function is None:
+    web = _copy_web(load, store)
+    if web is None:
         return False
-    from ..analysis.typetree import MemoryTypes
-    src, n = load.operand(0), load.type.width // 8
-    types = MemoryTypes.of(store.module, [src, store.operand(1)])
-    got = types.copied_kinds(src, n) | types.copied_kinds(store.operand(1), n)
-    return want in got and not types.copied_kinds(src, n, follow=False)
+    kind, types, got = web
+    return kind in got and not types.copied_kinds(load.operand(0), load.type.width // 8,
+                                                  follow=False)
 
 
 # a store of an integer into a field the source declares integer, tagged before the
