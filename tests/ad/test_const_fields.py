@@ -827,3 +827,70 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_problem_struct_on_the_heap_checked_and_freed_by_a_helper(tmp_path, opt):
     run(tmp_path, HEAP_PROBLEM_CHECKED, opt)
+
+
+# Round CD (k nearest rows): a record of a distance, a pointer into enzyme_const data
+# and a weight, passed by value to a noinline helper that inserts it, by struct copy,
+# into a sorted list.  The record's shadow holds null where the constant pointer is
+# (nothing is stored there); the helper's copies moved those null bytes into the list's
+# shadow, and the list's pointers were read back as shadows: a segfault in both modes,
+# at every level.  Such a copy is refused now where the list's pointers are read as
+# shadows.
+NEAREST_ROWS = r"""
+#define K 2
+typedef struct { double d2; const double *row; double w; } cand_t;
+__attribute__((noinline))
+static int insert(cand_t *list, int n, cand_t c) {
+    if (n == K && c.d2 >= list[K - 1].d2) return n;
+    int pos = n < K ? n : K - 1;
+    while (pos > 0 && list[pos - 1].d2 > c.d2) { list[pos] = list[pos - 1]; pos--; }
+    list[pos] = c;
+    return n < K ? n + 1 : n;
+}
+static double nearest(const double *q, const double *data, int nrows, cand_t *list) {
+    int n = 0;
+    for (int r = 0; r < nrows; r++) {
+        cand_t c;
+        c.row = data + r;
+        double d = q[0] - c.row[0];
+        c.d2 = d * d; c.w = 1.0 / (1.0 + c.d2);
+        n = insert(list, n, c);
+    }
+    double s = 0;
+    for (int i = 0; i < n; i++) s += list[i].w * list[i].row[0];
+    return s;
+}
+double f(const double *q, const double *data, int nrows) {
+    cand_t list[K];
+    return nearest(q, data, nrows, list);
+}
+double g(const double *q, const double *data, int nrows, cand_t *list) {
+    return nearest(q, data, nrows, list);
+}
+int main(void) {
+    double q[1] = {0.3}, data[5] = {0.5, -0.25, 1.25, 0.0, 2.0}, h = 1e-6;
+    double qp[1] = {0.3 + h}, qm[1] = {0.3 - h};
+    double fd = (f(qp, data, 5) - f(qm, data, 5)) / (2 * h);
+    double dq[1] = {0}, tq[1] = {1};
+    __enzyme_autodiff((void *)f, enzyme_dup, q, dq, enzyme_const, data, enzyme_const, 5);
+    check("rev", dq[0], fd);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, q, tq, enzyme_const, data,
+                                    enzyme_const, 5), fd);
+    check("data intact", data[0] + data[4], 2.5);
+#ifdef OUT_LIST
+    cand_t list[K], dlist[K];
+    __enzyme_autodiff((void *)g, enzyme_dup, q, dq, enzyme_const, data, enzyme_const, 5,
+                      enzyme_dup, list, dlist);
+#endif
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_record_with_a_constant_pointer_copied_into_a_duplicated_list_is_refused(
+        tmp_path, opt):
+    # the list is the caller's (enzyme_dup): its pointers are read back as shadows
+    # wherever it is used, and the copied record's shadow has none to give
+    err = build_error(tmp_path, "#define OUT_LIST\n" + NEAREST_ROWS, opt)
+    assert "copies a record holding a pointer without a shadow" in err, err

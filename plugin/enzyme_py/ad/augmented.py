@@ -19,7 +19,8 @@ from .sort import aug_qsort
 from .emit import (copy_body, passes_shadow, pointer_global_check, shadow_address,
                    sync_text_objects)
 from .errors import (ADError, external_call_error, indirect_call_error, merged_copy_error,
-                     no_shadow_rule_error, check_copy_into_unshadowed, check_pointer_escape,
+                     no_shadow_rule_error, check_copy_into_unshadowed, check_const_pointers_copied,
+                     check_pointer_escape,
                      unshadowed_atomic_error, unshadowed_store_error, untyped_copy_error)
 from .kinds import check as check_kind, check_never, check_nonlocal_jump
 from . import openmp
@@ -1080,6 +1081,8 @@ class AugmentedForward:
             return
         mem = _mem_intrinsic(name)
         if mem is not None:
+            if mem != "memset":
+                check_const_pointers_copied(inst, act, self.ctx.err_loc(inst))
             if args[0] in act.shadowed:
                 self._had_int = False
                 kind = self._mem_kind(inst)

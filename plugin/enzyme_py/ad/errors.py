@@ -91,6 +91,32 @@ def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
                        "differentiated function instead")
 
 
+def check_const_pointers_copied(inst, act, location) -> None:
+    """``memcpy``/``memmove`` between memory with shadows, where the source holds, at a
+    field it copies, only pointers without a shadow (``enzyme_const`` data kept in a
+    local record: the record's shadow holds null there, ``Activity._pointer_fields``)
+    and the destination is memory whose pointers are read as having shadows (a list the
+    caller keeps): the null shadow bytes copied would be followed there as shadows."""
+    from ..ir.values import ConstantInt
+    dst, src, n = inst.args[0], inst.args[1], inst.args[2]
+    if src not in act.shadowed or dst not in act.shadowed:
+        return
+    size = n.value if isinstance(n, ConstantInt) else None
+    fields = {f[0] for f in act._pointer_fields(src) if len(f) == 1}
+    if not fields or size == 0 or not (None in fields or size is None
+                                       or any(o < size for o in fields)):
+        return
+    if not act.may_hold_shadowed_pointers(dst):
+        return
+    name = (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
+    raise ADError(f"{name} copies a record holding a pointer without a shadow (constant "
+                  "data: an enzyme_const argument, a global, or a pointer loaded from one) "
+                  "into memory whose pointers are read as having shadows",
+                  location=location,
+                  hint="pass that data with enzyme_dup and a shadow, or keep in the record "
+                       "an index into the data instead of a pointer")
+
+
 def check_pointer_escape(v, p, act, rctx, location, store=None) -> None:
     """A pointer with a shadow (``v``) stored into a writable global without a shadow
     global (``p`` points into it) that the differentiated code reads pointers from: a

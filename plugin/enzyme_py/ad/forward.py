@@ -42,6 +42,7 @@ from .augmented import (DECLARED_INT, carried_float, float_bytes_lost, merged_co
 from .errors import (ADError, NoDerivativeError, external_call_error, indirect_call_error,
                      merged_copy_error, no_shadow_rule_error, struct_return_error,
                      unshadowed_atomic_error, unshadowed_store_error, check_copy_into_unshadowed,
+                     check_const_pointers_copied,
                      check_pointer_escape)
 from .kinds import check as check_kind, check_never
 from .libc import fill_shadow, shadowed_writes, unless_own_shadow, written
@@ -621,6 +622,8 @@ class ForwardGen:
             return
         mem = ekind if ekind in ("memcpy", "memmove", "memset") else None
         if mem is not None:
+            if mem != "memset":
+                check_const_pointers_copied(inst, act, self.ctx.err_loc(inst))
             if args[0] in act.shadowed:
                 dsts = self.S(args[0], inst)
                 for k in range(self.W):
