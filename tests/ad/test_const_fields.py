@@ -831,11 +831,12 @@ def test_problem_struct_on_the_heap_checked_and_freed_by_a_helper(tmp_path, opt)
 
 # Round CD (k nearest rows): a record of a distance, a pointer into enzyme_const data
 # and a weight, passed by value to a noinline helper that inserts it, by struct copy,
-# into a sorted list.  The record's shadow holds null where the constant pointer is
-# (nothing is stored there); the helper's copies moved those null bytes into the list's
-# shadow, and the list's pointers were read back as shadows: a segfault in both modes,
-# at every level.  Such a copy is refused now where the list's pointers are read as
-# shadows.
+# into a sorted local list.  The record's shadow holds null where the constant pointer
+# is (nothing is stored there); the helper's copies moved those null bytes into the
+# list's shadow, and the list's pointers were read back as shadows: a segfault in both
+# modes, at every level.  The list is followed through the helper's copies now
+# (``_Slot.moved_in``): its pointers have no shadow either.  Where the list is the
+# caller's (enzyme_dup), its pointers are read as shadows: the copy is refused.
 NEAREST_ROWS = r"""
 #define K 2
 typedef struct { double d2; const double *row; double w; } cand_t;
@@ -847,25 +848,24 @@ static int insert(cand_t *list, int n, cand_t c) {
     list[pos] = c;
     return n < K ? n + 1 : n;
 }
-static double nearest(const double *q, const double *data, int nrows, cand_t *list) {
-    int n = 0;
-    for (int r = 0; r < nrows; r++) {
-        cand_t c;
-        c.row = data + r;
-        double d = q[0] - c.row[0];
-        c.d2 = d * d; c.w = 1.0 / (1.0 + c.d2);
-        n = insert(list, n, c);
-    }
-    double s = 0;
-    for (int i = 0; i < n; i++) s += list[i].w * list[i].row[0];
+#define NEAREST                                                 \
+    int n = 0;                                                  \
+    for (int r = 0; r < nrows; r++) {                           \
+        cand_t c;                                               \
+        c.row = data + r;                                       \
+        double d = q[0] - c.row[0];                             \
+        c.d2 = d * d; c.w = 1.0 / (1.0 + c.d2);                 \
+        n = insert(list, n, c);                                 \
+    }                                                           \
+    double s = 0;                                               \
+    for (int i = 0; i < n; i++) s += list[i].w * list[i].row[0]; \
     return s;
-}
 double f(const double *q, const double *data, int nrows) {
     cand_t list[K];
-    return nearest(q, data, nrows, list);
+    NEAREST
 }
 double g(const double *q, const double *data, int nrows, cand_t *list) {
-    return nearest(q, data, nrows, list);
+    NEAREST
 }
 int main(void) {
     double q[1] = {0.3}, data[5] = {0.5, -0.25, 1.25, 0.0, 2.0}, h = 1e-6;
@@ -888,9 +888,44 @@ int main(void) {
 
 
 @pytest.mark.parametrize("opt", OPTS)
+def test_record_with_a_constant_pointer_inserted_into_a_local_list(tmp_path, opt):
+    run(tmp_path, NEAREST_ROWS, opt)
+
+
+@pytest.mark.parametrize("opt", OPTS)
 def test_record_with_a_constant_pointer_copied_into_a_duplicated_list_is_refused(
         tmp_path, opt):
-    # the list is the caller's (enzyme_dup): its pointers are read back as shadows
-    # wherever it is used, and the copied record's shadow has none to give
     err = build_error(tmp_path, "#define OUT_LIST\n" + NEAREST_ROWS, opt)
     assert "copies a record holding a pointer without a shadow" in err, err
+
+
+# Round CE (an image pyramid's header): a struct of a length and a pointer to
+# enzyme_const weights, copied by a noinline helper (``*dst = *src``) into another local
+# that the loop reads the weights through.  It was refused ("mixed"): the helper's copy
+# was not followed.  Both locals are followed now; neither needs a shadow.
+VIEW_COPIED = r"""
+typedef struct { int n; const double *data; } View;
+__attribute__((noinline)) static void copy_view(const View *src, View *dst) { *dst = *src; }
+double loss(double *x, const double *w, int n) {
+    View a = {n, w}, b;
+    copy_view(&a, &b);
+    double s = 0;
+    for (int i = 0; i < b.n; i++) s += b.data[i] * x[i] * x[i];
+    return s;
+}
+int main(void) {
+    double x[3] = {1, 2, 3}, dx[3] = {0}, w[3] = {0.5, 1, 2}, tx[3] = {0, 0, 1};
+    __enzyme_autodiff((void *)loss, enzyme_dup, x, dx, enzyme_const, w, enzyme_const, 3);
+    check("rev 0", dx[0], 2 * 0.5 * 1);
+    check("rev 2", dx[2], 2 * 2 * 3);
+    check("fwd 2", __enzyme_fwddiff_d((void *)loss, enzyme_dup, x, tx, enzyme_const, w,
+                                      enzyme_const, 3), 2 * 2 * 3);
+    check("w intact", w[0] + w[2], 2.5);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_struct_of_a_constant_pointer_copied_by_a_helper(tmp_path, opt):
+    run(tmp_path, VIEW_COPIED, opt)

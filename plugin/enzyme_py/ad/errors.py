@@ -103,11 +103,9 @@ def check_const_pointers_copied(inst, act, location) -> None:
         return
     size = n.value if isinstance(n, ConstantInt) else None
     fields = {f[0] for f in act._pointer_fields(src) if len(f) == 1}
-    if not fields or size == 0 or not (None in fields or size is None
-                                       or any(o < size for o in fields)):
-        return
-    if not act.may_hold_shadowed_pointers(dst):
-        return
+    if not any(act.may_hold_shadowed_pointers(dst, o) for o in fields
+               if o is None or size is None or o < size):
+        return      # (the same fields of the destination have no shadow either)
     name = (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
     raise ADError(f"{name} copies a record holding a pointer without a shadow (constant "
                   "data: an enzyme_const argument, a global, or a pointer loaded from one) "

@@ -71,7 +71,8 @@ from ..ir.instructions import (Alloca, AtomicRMW, Call, Cast, CmpXchg, ExtractEl
                                FCmp, ICmp)
 from ..ir.values import Argument
 from ..ir.walk import BoundedWalk
-from .effects import ALLOC_NAMES, FREE_NAMES, call_effect, pure_inline_asm, text_only
+from .effects import (ALLOC_NAMES, FREE_NAMES, call_effect, mem_intrinsic, pure_inline_asm,
+                      text_only)
 
 __all__ = ["Activity", "ALLOC_FUNCS", "FREE_FUNCS", "floatish", "struct_return_origin",
            "constant_leaves", "underlying_object", "pointer_aggregate", "code_pointer",
@@ -165,6 +166,7 @@ class Activity:
         self._key = (fn, tuple(kinds), const_fields, own_args)
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
+        self._in_record: set = set()      # (``record_pointer`` in progress)
         # non-escaping locals -> the values stored into them
         self.slots = _local_slots(fn)
         self._inert: frozenset = frozenset()
@@ -295,7 +297,7 @@ class Activity:
         load; repeat until nothing changes."""
         quiet = {}
         for a in [a for a, st in self.slots.items()
-                  if not st.ptrs and not st.loaded and not st.copies] + [
+                  if not st.ptrs and not st.loaded and not st.copies and not st.moved_in] + [
                 i for i in insts if isinstance(i, Call) and _fresh_block(i)]:
             if a in self.shadowed:
                 derived = _derived_pointers(a)
@@ -373,8 +375,9 @@ class Activity:
                     return "shadow" if _alloca_may_hold_float(i) \
                         and not self._used_on_doomed_paths(i) \
                         and not _va_list_without_derivatives(i) else None
+                # (bytes copied in from memory with a shadow: floats among them)
                 return "shadow" if st.floats or st.holds_shadowed(self) \
-                    else None
+                    or any(p in self.shadowed for p, *_ in st.moved_in) else None
             if isinstance(i, Cast) and i.opcode == "inttoptr":
                 return "shadow" if address_source(i, self) in self.shadowed else None
             if isinstance(i, (GEP, Cast)):
@@ -547,19 +550,54 @@ class Activity:
                     walk.add(user)
         return not walk.exceeded
 
-    def may_hold_shadowed_pointers(self, p) -> bool:
-        """Whether a pointer loaded through ``p`` (shadowed memory) may have a shadow:
-        False for a non-escaping local into which no shadowed pointer is stored, and
-        for a field of one (or of the memory an argument points to:
-        ``const_fields``) that holds only pointers without a shadow."""
+    def may_hold_shadowed_pointers(self, p, at=0) -> bool:
+        """Whether a pointer loaded through ``p`` (shadowed memory) -- ``at`` bytes past
+        it; None: anywhere there -- may have a shadow: False for a non-escaping local
+        into which no shadowed pointer is stored, and for a field of one (or of the
+        memory an argument points to: ``const_fields``) that holds only pointers
+        without a shadow."""
         if not (self.const_fields or self.slots):
             return True
         fields = self._pointer_fields(p)
-        if (0,) in fields or (None,) in fields:
+        if (None,) in fields or at is not None and (at,) in fields:
             return False
         base, off = base_offset(p, self.fn.parent.datalayout)
         st = self.slots.get(base)
-        return st is None or st.holds_shadowed(self, off)
+        return st is None or st.holds_shadowed(self, None if off is None or at is None
+                                               else off + at)
+
+    def copied_pointers(self, p, at, o, n):
+        """For ``n`` bytes (None: not known) that a callee copies from offset ``at`` of
+        the memory ``p`` points to into a local at offset ``o`` (``_Slot.moved_in``):
+        (offset in the local or None, whether it may have a shadow, whether it is a
+        pointer of the program without one) for the pointers among them -- those the
+        local ``p`` points into holds there (``_Slot._entries``), as its fields say."""
+        unknown = (None, True, False)
+        if p not in self.shadowed:
+            yield None, False, True     # (memory without a shadow: constant data)
+            return
+        base, off = base_offset(p, self.fn.parent.datalayout)
+        st = self.slots.get(base)
+        if st is None or off is None or at is None or base in self._in_record \
+                or st.inexact or st.moves or st.period is not None:
+            yield unknown
+            return
+        lo = off + at
+        hi = None if n is None else lo + n
+
+        def inside(x, w=1):
+            return x is None or x + w > lo and (hi is None or x < hi)
+
+        if any(inside(x, w) for x, w in st.int_stores):
+            yield unknown       # (pointer bits may come as integers)
+            return
+        self._in_record.add(base)
+        try:
+            got = [(x, sh, real) for x, sh, real in st._entries(self) if inside(x)]
+        finally:
+            self._in_record.discard(base)
+        for x, sh, real in got:
+            yield None if x is None or o is None else o + x - lo, sh, real
 
     def _pointer_fields(self, p, depth=8) -> set:
         """The fields of the memory ``p`` points to that hold only pointers without a
@@ -594,7 +632,7 @@ class Activity:
         out = {(o,) for o in st.const_offsets(self)}
         if st.only_const_pointers(self):
             out.add((None,))
-        if not depth or st.inexact or st.period is not None:
+        if not depth or st.inexact or st.moves or st.period is not None:
             return out
         groups: dict = {}
         for v, o in st.ptrs:
@@ -602,6 +640,8 @@ class Activity:
                 groups.setdefault(o, []).append(self._pointer_fields(v, depth - 1))
         for _, o in st.loaded:
             groups.setdefault(o, []).append(set())
+        if st.moved_in:
+            return out      # (fields copied in: only what the copies say, above)
         if None in groups or st.copies:
             return out
         for o, sets in groups.items():
@@ -1088,7 +1128,7 @@ class _Slot:
 
     __slots__ = ("ptrs", "loaded", "floats", "called", "ptr_loads", "int_stores",
                  "inexact", "returned", "copies", "period", "derefs", "held_in",
-                 "int_loads", "own_loads")
+                 "int_loads", "own_loads", "moved_in", "moves", "copied_out")
 
     def __init__(self):
         self.ptrs: list = []      # (pointer value stored into the local, offset)
@@ -1112,6 +1152,20 @@ class _Slot:
         #                           is done with the memory a pointer loaded there points
         #                           to, or None: not known) for every pointer loaded
         self.held_in: list = []   # stores of the local's own address (into another local)
+        self.moved_in: list = []  # (the caller's pointer to memory a callee copies bytes
+        #                           from into the local -- a by-value argument, a struct
+        #                           passed by pointer --, the offset copied from there,
+        #                           the offset it lands at, the size; None: not known)
+        self.moves = False        # bytes moved within the local (``list[i] = list[i-1]``
+        #                           by a callee's memcpy): no per-field answer
+        self.copied_out = False   # copied whole into other memory (a by-value record's
+        #                           copy put into a list): the pointers leave with the
+        #                           bytes (``check_const_pointers_copied`` judges there)
+
+    def sources(self):
+        """The caller's values a callee's summary names: the pointers it stores, those
+        it loads them through, the memory it copies bytes from."""
+        return [v for v, _ in self.ptrs + self.loaded] + [v for v, *_ in self.moved_in]
 
     def add(self, other, shift) -> None:
         """Take in ``other`` (a callee's summary), its offsets moved by ``shift``."""
@@ -1123,8 +1177,11 @@ class _Slot:
         self.int_stores.extend((mv(o), n) for o, n in other.int_stores)
         self.derefs.extend((mv(o), d) for o, d in other.derefs)
         self.int_loads.extend((mv(o), n) for o, n in other.int_loads)
+        self.moved_in.extend((v, at, mv(o), n) for v, at, o, n in other.moved_in)
         self.floats |= other.floats
         self.inexact |= other.inexact
+        self.moves |= other.moves
+        self.copied_out |= other.copied_out
 
     def fold(self, off):
         """An offset from the local's start as this slot records it."""
@@ -1133,6 +1190,8 @@ class _Slot:
     def pointer_bits_as_integers(self, size) -> bool:
         """Whether an integer stored here may be read back as a pointer (pointer bits
         through an integer: its pointers cannot be followed)."""
+        if self.moves and self.int_stores and self.ptr_loads:
+            return True     # (an integer may be moved to where a pointer is read)
         for o, n in self.int_stores:
             for lo in self.ptr_loads:
                 if o is None or lo is None or o < lo + size and lo < o + n:
@@ -1152,6 +1211,8 @@ class _Slot:
                     or (param.index, None) in act.const_fields \
                     or param not in act.shadowed    # (an enzyme_const struct by value)
                 yield self.fold(o + f), param in act.shadowed and not const, const
+        for p, at, o, n in self.moved_in:
+            yield from act.copied_pointers(p, at, o, n)
 
     def const_offsets(self, act) -> frozenset:
         """The offsets that hold only pointers without a shadow, at least one of them
@@ -1163,7 +1224,8 @@ class _Slot:
         Empty unless every pointer is stored and loaded alone at a known offset, each
         load at an offset where pointers are stored or at one no pointer store
         overlaps."""
-        if self.inexact or not (self.ptrs or self.copies) or self.period is not None:
+        if self.inexact or self.moves or not (self.ptrs or self.copies or self.moved_in) \
+                or self.period is not None:
             # (an array of structs: a callee given one element may reach the others at
             # offsets it cannot fold -- only "every field", only_const_pointers)
             return frozenset()
@@ -1194,7 +1256,7 @@ class _Slot:
         before such locals were followed: null is its own shadow, and the callee may
         store it beside pointers that have one."""
         from ..ir.values import ConstantNull
-        if self.called and not self.loaded \
+        if self.called and not self.loaded and not self.moved_in \
                 and all(isinstance(v, ConstantNull) for v, _ in self.ptrs):
             return True
         if offset is not None and offset in self.const_offsets(act):
@@ -1400,7 +1462,7 @@ def _passed_to_comparator(call, index, st, offset, depth=_DEPTH) -> bool:
     got = _memory_summary(call, cmp.args[2], cmp.args[2], depth)
     # (stores of the comparator's other arguments there would be the elements', which
     # the summary would take for qsort_r's own arguments)
-    if got is None or got.returned or got.ptrs or got.loaded:
+    if got is None or got.returned or got.ptrs or got.loaded or got.moved_in:
         return False
     st.add(got, offset)
     st.called = True
@@ -1462,7 +1524,7 @@ def _memory_summary(call, root, param, depth):
     from ..ir.values import Argument, ConstantNull, Poison, Undef
     dl = param.parent.parent.datalayout
     out = _Slot()
-    aliases, contents, stored = {root: 0}, set(), []
+    aliases, contents, stored, moves = {root: 0}, set(), [], []
     work = [root]
 
     def outer(v):
@@ -1521,16 +1583,20 @@ def _memory_summary(call, root, param, depth):
             elif isinstance(user, Call) and u.index == 0 and off == 0 \
                     and (user.callee_name or "") in FREE_NAMES:
                 continue    # the caller's block freed here (a ``problem_free`` helper)
+            elif isinstance(user, Call) and u.index < 2 \
+                    and mem_intrinsic(user.callee_name or "") in ("memcpy", "memmove"):
+                moves.append(user)      # (judged once every alias is known)
             elif isinstance(user, Call) and u.index < user.num_args:
                 sub = _param_summary(user, u.index, depth - 1)
                 if sub is None:
                     return None
-                mapped = [outer(p) for p, _ in sub.ptrs + sub.loaded]
+                mapped = [outer(p) for p in sub.sources()]
                 if any(m is None for m in mapped):
                     return None
-                n = len(sub.ptrs)
+                n, k = len(sub.ptrs), len(sub.ptrs) + len(sub.loaded)
                 sub.ptrs = [(m, o) for m, (_, o) in zip(mapped[:n], sub.ptrs)]
-                sub.loaded = [(m, o) for m, (_, o) in zip(mapped[n:], sub.loaded)]
+                sub.loaded = [(m, o) for m, (_, o) in zip(mapped[n:k], sub.loaded)]
+                sub.moved_in = [(m, *rest) for m, (_, *rest) in zip(mapped[k:], sub.moved_in)]
                 out.add(sub, off)
                 if sub.returned:
                     out.inexact = True
@@ -1539,6 +1605,9 @@ def _memory_summary(call, root, param, depth):
                         work.append(user)
             else:
                 return None
+    for m in dict.fromkeys(moves):
+        if not _moved(m, aliases, outer, out, dl):
+            return None
     dl_size = dl.store_size
     for x, off in stored:
         if isinstance(x, (ConstantNull, Undef, Poison)):
@@ -1564,6 +1633,84 @@ def _memory_summary(call, root, param, depth):
     return out
 
 
+def _moved(call, aliases, outer, out, dl) -> bool:
+    """For a ``memcpy``/``memmove`` in a callee touching the memory a parameter points
+    to (``aliases``: the pointers into it, at their offsets; see ``_memory_summary``):
+    whether it moves bytes within that memory (``list[pos] = list[pos - 1]``:
+    ``out.moves``), copies them out of it (``out.copied_out``: judged where they land,
+    ``check_const_pointers_copied``), or copies in bytes from memory the caller passes
+    -- a record by value (``list[pos] = c``), a struct by pointer (``*dst = *src``) --:
+    ``out.moved_in`` names the caller's pointer to it, the offset and the size, and the
+    caller's analysis takes the pointers found there (``Activity.copied_pointers``)."""
+    dst, src, n = call.args[0], call.args[1], call.args[2]
+    if dst in aliases and src in aliases:
+        out.moves = True
+        return True
+    if src in aliases:
+        out.copied_out = True
+        return True
+    got = _copy_source(src, dl)
+    if got is None or outer(got[0]) is None:
+        return False
+    param, at = got
+    out.moved_in.append((outer(param), at, aliases[dst], getattr(n, "value", None)))
+    return True
+
+
+def _moved_within_or_out(call, index, a, dl, st) -> bool:
+    """For a ``memcpy``/``memmove`` at operand ``index`` of which the local ``a`` is:
+    whether it moves bytes within the local (``st.moves``) or copies them out of it
+    into other memory (``st.copied_out``)."""
+    if mem_intrinsic(call.callee_name or "") not in ("memcpy", "memmove"):
+        return False
+    other = base_offset(call.args[1 - index], dl)[0]
+    if other is a:
+        st.moves = True
+        return True
+    if index == 1:
+        st.copied_out = True
+        return True
+    return False
+
+
+def _copy_source(p, dl):
+    """(the parameter, the offset into the memory it points to) when ``p`` points there
+    at a constant offset -- or into the local ``rewrites.copy_byval_params`` fills from
+    a by-value parameter and nothing else writes --, else None."""
+    base, at = base_offset(p, dl)
+    if at is None:
+        return None
+    if isinstance(base, Alloca):
+        fills = [u.user for u in base.uses if isinstance(u.user, Call) and u.index == 0
+                 and mem_intrinsic(u.user.callee_name or "") == "memcpy"]
+        if len(fills) != 1 or not isinstance(fills[0].args[1], Argument) \
+                or not _only_read(base, fills[0]):
+            return None
+        base = fills[0].args[1]
+    return (base, at) if isinstance(base, Argument) else None
+
+
+def _only_read(a, fill, limit=64) -> bool:
+    """Whether the local ``a`` is written by nothing but the call ``fill``: loaded
+    from, copied from, its address offset or cast."""
+    walk = BoundedWalk(a, limit)
+    for v in walk:
+        for u in v.uses:
+            user = u.user
+            if user is fill or getattr(user, "is_debug_use", False) or _marker(user):
+                continue
+            if isinstance(user, (GEP, Cast)) and u.index == 0:
+                walk.add(user)
+            elif isinstance(user, Load) and u.index == 0:
+                continue
+            elif isinstance(user, Call) and u.index == 1 \
+                    and mem_intrinsic(user.callee_name or "") in ("memcpy", "memmove"):
+                continue
+            else:
+                return False
+    return not walk.exceeded
+
+
 def _pointee_summary(call, load, param, depth):
     """What the callee does with the memory a pointer it loads through its parameter
     points to (``gsl_function``'s ``params``, a driver's workspace holding the user's
@@ -1572,7 +1719,8 @@ def _pointee_summary(call, load, param, depth):
     if depth <= 1:
         return None
     got = _memory_summary(call, load, param, depth - 1)
-    if got is None or got.ptrs or got.loaded or got.returned or got.inexact or got.copies:
+    if got is None or got.ptrs or got.loaded or got.moved_in or got.returned or got.inexact \
+            or got.copies:
         return None
     return got
 
@@ -1608,7 +1756,7 @@ def _kept_in_local(store, dl, depth):
     if st is None or st.held_in or st.copies or any(
             po == o and not (v is store.operand(0) or isinstance(v, (ConstantNull, Undef,
                                                                      Poison)))
-            for v, po in st.ptrs + st.loaded):
+            for v, po in st.ptrs + st.loaded) or st.moved_in:
         return None     # (the field holds other pointers too: see Activity._slot_fields)
     return _held_at(st, o, own=True)
 
@@ -1646,7 +1794,7 @@ def _shared_with_region(call, index, st, offset, depth) -> bool:
     outlined.materialize()
     param = outlined.args[index - 1]
     got = _memory_summary(call, param, param, depth)
-    if got is None or got.ptrs or got.loaded or got.returned:
+    if got is None or got.ptrs or got.loaded or got.moved_in or got.returned:
         return False        # (what it stores there would be mapped to the wrong operands)
     st.add(got, offset)
     st.called = True
@@ -1733,7 +1881,7 @@ def _follow_held(slots, dl) -> None:
             for b, o in bases:
                 st = slots.get(b)
                 got = None if b is a or st is None or st.copies or any(
-                    po == o and v is not a for v, po in st.ptrs + st.loaded) \
+                    po == o and v is not a for v, po in st.ptrs + st.loaded) or st.moved_in \
                     else _held_at(st, o)
                 if got is None:
                     subs = None
@@ -1756,8 +1904,9 @@ def _held_at(st, o, own=False):
     local whose ``_Slot`` is ``st``: (the loads of that field by the local's own
     function, when ``own``, else none allowed; the summaries of the callees' uses of
     it), or None when it cannot be told (see ``_follow_held``, ``_kept_in_local``)."""
-    if st is None or o is None or st.period is not None or st.inexact \
-            or any(po is None for _, po in st.ptrs + st.loaded):
+    if st is None or o is None or st.period is not None or st.inexact or st.moves \
+            or st.copied_out \
+            or st.moved_in or any(po is None for _, po in st.ptrs + st.loaded):
         return None
     if any(lo is None or lo < o + 8 and o < lo + n for lo, n in st.int_loads + st.int_stores):
         return None
@@ -1834,6 +1983,9 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
             param, fields, floats = _copied_param(user, off, dl)
             st.copies.append((param, off, fields))
             st.floats |= floats
+        elif isinstance(user, Call) and u.index < 2 and off is not None \
+                and _moved_within_or_out(user, u.index, a, dl, st):
+            pass
         elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off, depth):
             pass
         elif isinstance(user, Call) and _passed_to_comparator(user, u.index, st, off, depth):
