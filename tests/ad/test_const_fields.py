@@ -929,3 +929,43 @@ int main(void) {
 @pytest.mark.parametrize("opt", OPTS)
 def test_struct_of_a_constant_pointer_copied_by_a_helper(tmp_path, opt):
     run(tmp_path, VIEW_COPIED, opt)
+
+
+# The same records kept in a local list without a helper: each copied in whole
+# (``list[n++] = c``), two swapped through a temporary.  At -O0 and at -O2 the copies
+# are memcpy's between the locals, and the list and the temporary are copied into each
+# other: each is taken whole (``Activity.copied_pointers``).  It was refused ("mixed").
+ROWS_SWAPPED = r"""
+typedef struct { double d2; const double *row; double w; } cand_t;
+double f(const double *q, const double *data, int nrows) {
+    cand_t list[4];
+    int n = 0;
+    for (int r = 0; r < nrows && n < 4; r++) {
+        cand_t c;
+        c.row = data + r;
+        double d = q[0] - c.row[0];
+        c.d2 = d * d; c.w = 1.0 / (1.0 + c.d2);
+        list[n++] = c;
+    }
+    cand_t tmp = list[0]; list[0] = list[n - 1]; list[n - 1] = tmp;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += list[i].w * list[i].row[0] * (i + 1);
+    return s;
+}
+int main(void) {
+    double q[1] = {0.3}, data[5] = {0.5, -0.25, 1.25, 0.0, 2.0}, h = 1e-6;
+    double qp[1] = {0.3 + h}, qm[1] = {0.3 - h};
+    double fd = (f(qp, data, 5) - f(qm, data, 5)) / (2 * h);
+    double dq[1] = {0}, tq[1] = {1};
+    __enzyme_autodiff((void *)f, enzyme_dup, q, dq, enzyme_const, data, enzyme_const, 5);
+    check("rev", dq[0], fd);
+    check("fwd", __enzyme_fwddiff_d((void *)f, enzyme_dup, q, tq, enzyme_const, data,
+                                    enzyme_const, 5), fd);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", OPTS)
+def test_records_with_constant_pointers_copied_and_swapped_in_a_local_list(tmp_path, opt):
+    run(tmp_path, ROWS_SWAPPED, opt)

@@ -166,7 +166,8 @@ class Activity:
         self._key = (fn, tuple(kinds), const_fields, own_args)
         self._outer = _outer + (self._key,)  # (fn, kinds) being analysed (recursion)
         self._callee_ret: dict = {}
-        self._in_record: set = set()      # (``record_pointer`` in progress)
+        self._in_record: set = set()      # (``copied_pointers`` in progress)
+        self._whole = False
         # non-escaping locals -> the values stored into them
         self.slots = _local_slots(fn)
         self._inert: frozenset = frozenset()
@@ -567,26 +568,44 @@ class Activity:
                                                else off + at)
 
     def copied_pointers(self, p, at, o, n):
-        """For ``n`` bytes (None: not known) that a callee copies from offset ``at`` of
-        the memory ``p`` points to into a local at offset ``o`` (``_Slot.moved_in``):
-        (offset in the local or None, whether it may have a shadow, whether it is a
-        pointer of the program without one) for the pointers among them -- those the
-        local ``p`` points into holds there (``_Slot._entries``), as its fields say."""
+        """For ``n`` bytes (None: not known) copied from offset ``at`` of the memory
+        ``p`` points to into a local at offset ``o`` (``_Slot.moved_in``): (offset in
+        the local or None, whether it may have a shadow, whether it is a pointer of the
+        program without one) for the pointers among them -- those the local ``p``
+        points into holds there (``_Slot._entries``).  Where locals are copied into
+        each other (a swap through a temporary), each is taken whole, at no offset."""
+        outermost = not self._in_record
+        try:
+            return list(self._copied(p, at, o, n, self._whole))
+        except _CopyCycle:
+            if not outermost:
+                raise
+            self._whole = True
+            try:
+                return list(self._copied(p, at, o, n, True))
+            finally:
+                self._whole = False
+
+    def _copied(self, p, at, o, n, whole):
         unknown = (None, True, False)
         if p not in self.shadowed:
             yield None, False, True     # (memory without a shadow: constant data)
             return
         base, off = base_offset(p, self.fn.parent.datalayout)
         st = self.slots.get(base)
-        if st is None or off is None or at is None or base in self._in_record \
-                or st.inexact or st.moves or st.period is not None:
+        if st is None or st.inexact:
             yield unknown
             return
-        lo = off + at
-        hi = None if n is None else lo + n
+        if base in self._in_record:
+            if not whole:
+                raise _CopyCycle
+            return      # (what it holds is being gathered already)
+        whole = whole or off is None or at is None or st.moves or st.period is not None
+        lo = None if whole else off + at
+        hi = None if whole or n is None else lo + n
 
         def inside(x, w=1):
-            return x is None or x + w > lo and (hi is None or x < hi)
+            return whole or x is None or x + w > lo and (hi is None or x < hi)
 
         if any(inside(x, w) for x, w in st.int_stores):
             yield unknown       # (pointer bits may come as integers)
@@ -597,7 +616,7 @@ class Activity:
         finally:
             self._in_record.discard(base)
         for x, sh, real in got:
-            yield None if x is None or o is None else o + x - lo, sh, real
+            yield None if whole or x is None or o is None else o + x - lo, sh, real
 
     def _pointer_fields(self, p, depth=8) -> set:
         """The fields of the memory ``p`` points to that hold only pointers without a
@@ -1119,6 +1138,10 @@ def _alloca_may_hold_float(a) -> bool:
 # unoptimised callbacks reached through a driver, a struct holding the params and a
 # callback calling another take five or six
 _DEPTH = 6
+
+
+class _CopyCycle(Exception):
+    """Locals copied into each other (``Activity.copied_pointers``)."""
 
 
 class _Slot:
@@ -1657,20 +1680,22 @@ def _moved(call, aliases, outer, out, dl) -> bool:
     return True
 
 
-def _moved_within_or_out(call, index, a, dl, st) -> bool:
-    """For a ``memcpy``/``memmove`` at operand ``index`` of which the local ``a`` is:
-    whether it moves bytes within the local (``st.moves``) or copies them out of it
-    into other memory (``st.copied_out``)."""
+def _moved_within_or_out(call, index, a, off, dl, st) -> bool:
+    """For a ``memcpy``/``memmove`` at operand ``index`` of which the local ``a`` is (at
+    ``off``): whether it moves bytes within the local (``st.moves``), copies them out
+    of it into other memory (``st.copied_out``) or into it from other memory
+    (``st.moved_in``: the pointers there are found where the analysis runs,
+    ``Activity.copied_pointers``)."""
     if mem_intrinsic(call.callee_name or "") not in ("memcpy", "memmove"):
         return False
     other = base_offset(call.args[1 - index], dl)[0]
     if other is a:
         st.moves = True
-        return True
-    if index == 1:
+    elif index == 1:
         st.copied_out = True
-        return True
-    return False
+    else:
+        st.moved_in.append((call.args[1], 0, off, getattr(call.args[2], "value", None)))
+    return True
 
 
 def _copy_source(p, dl):
@@ -1984,7 +2009,7 @@ def _slot_of(a, dl, period=None, depth=_DEPTH):
             st.copies.append((param, off, fields))
             st.floats |= floats
         elif isinstance(user, Call) and u.index < 2 and off is not None \
-                and _moved_within_or_out(user, u.index, a, dl, st):
+                and _moved_within_or_out(user, u.index, a, off, dl, st):
             pass
         elif isinstance(user, Call) and _passed_as_slot(user, u.index, st, off, depth):
             pass
