@@ -14,7 +14,11 @@ field, by byte offset, also through the callees it is passed to (``_param_summar
 and into a by-value parameter's copy: a field that holds only pointers without a
 shadow beside fields that hold pointers with one (a C++ ``[&]`` closure over an
 ``enzyme_const`` and a duplicated vector, a cursor struct) gives loads without a shadow,
-and callees get such fields as ``const_fields``.  A local whose address is kept in
+and callees get such fields as ``const_fields``.  Records copied whole into a local
+(``memcpy``: a record inserted into a list by value, a struct copied by a helper, a
+swap through a temporary) bring the pointers their source holds at those bytes
+(``_Slot.moved_in``, ``Activity.copied_pointers``); a copy out of a local is judged
+where it lands (``ad.errors.check_const_pointers_copied``).  A local whose address is kept in
 another such local (a params struct in a ``gsl_function {function, params}``) is
 followed too, through what the callees do with the pointer they load from there
 (``_follow_held``); its constant fields reach them as paths of offsets
@@ -1485,7 +1489,8 @@ def _passed_to_comparator(call, index, st, offset, depth=_DEPTH) -> bool:
     got = _memory_summary(call, cmp.args[2], cmp.args[2], depth)
     # (stores of the comparator's other arguments there would be the elements', which
     # the summary would take for qsort_r's own arguments)
-    if got is None or got.returned or got.ptrs or got.loaded or got.moved_in:
+    if got is None or got.returned or got.ptrs or got.loaded or got.moved_in \
+            or got.moves or got.copied_out:
         return False
     st.add(got, offset)
     st.called = True
@@ -1745,7 +1750,7 @@ def _pointee_summary(call, load, param, depth):
         return None
     got = _memory_summary(call, load, param, depth - 1)
     if got is None or got.ptrs or got.loaded or got.moved_in or got.returned or got.inexact \
-            or got.copies:
+            or got.copies or got.moves or got.copied_out:
         return None
     return got
 
@@ -1819,8 +1824,10 @@ def _shared_with_region(call, index, st, offset, depth) -> bool:
     outlined.materialize()
     param = outlined.args[index - 1]
     got = _memory_summary(call, param, param, depth)
-    if got is None or got.ptrs or got.loaded or got.moved_in or got.returned:
-        return False        # (what it stores there would be mapped to the wrong operands)
+    if got is None or got.ptrs or got.loaded or got.moved_in or got.returned \
+            or got.moves or got.copied_out:
+        return False        # (what it stores there would be mapped to the wrong operands;
+        #                     bytes it copies are followed only for direct callees)
     st.add(got, offset)
     st.called = True
     return True
