@@ -2649,3 +2649,52 @@ def test_small_structs_handed_on_unopened(tmp_path, opt):
     # (the result of make() is refused where it is returned, since the callee it is
     # handed to turns it into floats; or where it is passed)
     assert "floating-point values that carry derivatives as an integer" in err, err
+
+
+# Round CG: an int64_t field copied out of {int64_t id; double w} by a noinline helper
+# (``*to = e->id``) was refused at -O0..-O2 ("type analysis could not tell"): the two
+# objects hold an 8-byte integer and a double, and only the bytes moved tell them
+# apart.  The same helper moving a double's bits out of a union stays right or refused.
+INT64_FIELD = r"""
+#include <stdint.h>
+typedef struct { int64_t id; double w; } edge_t;
+typedef union { int64_t i; double d; } word_t;
+__attribute__((noinline)) static void get_id(int64_t *to, const edge_t *e) { *to = e->id; }
+__attribute__((noinline)) static void get_word(int64_t *to, const word_t *u) { *to = u->i; }
+double f(const double *x) {
+    edge_t e; int64_t to;
+    e.id = 7; e.w = x[0];
+    get_id(&to, &e);
+    return e.w * e.w * (double)to;
+}
+double g(const double *x) {
+    word_t u; int64_t bits; double y;
+    u.d = x[0] * 3.0;
+    get_word(&bits, &u);
+    memcpy(&y, &bits, sizeof y);
+    return y * x[0];
+}
+int main(void) {
+    double x[1] = {2}, dx[1] = {0};
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx);
+    check("int64 field", dx[0], 28);
+#ifdef BITS
+    dx[0] = 0;
+    __enzyme_autodiff((void *)g, enzyme_dup, x, dx);
+    check("bits", dx[0], 12);
+#endif
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_int64_field_copied_out_of_a_record_with_a_double(tmp_path, opt):
+    src = Path(tmp_path) / "t.c"
+    src.write_text(PRELUDE + INT64_FIELD)
+    exe = Path(tmp_path) / "t"
+    r = enzyme_cc([opt, str(src), "-o", str(exe), "-lm"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok int64 field" in out.stdout, out.stdout
+    right_or_refused(tmp_path, "#define BITS\n" + INT64_FIELD, opt, "bits")

@@ -43,7 +43,13 @@ def _int_copy_kinds(ptrs, w) -> set:
         if fn is not None:
             kinds = kinds | pointee_kinds(fn.parent, ptrs, w // 8)
         return kinds
-    return kinds if _no_float_of_width(kinds, w) else byte_kinds(ptrs, w // 8, kinds)
+    if _no_float_of_width(kinds, w):
+        return kinds
+    # the objects hold integers and floats of this width (``{int64_t id; double w}``):
+    # what the byte-offset analysis finds at exactly the bytes moved, when that is one kind
+    fn = next((f for f in map(function_of, ptrs) if f is not None), None)
+    refined = pointee_kinds(fn.parent, ptrs, w // 8) if fn is not None else set()
+    return refined if refined and len(refined) == 1 else byte_kinds(ptrs, w // 8, kinds)
 
 
 def _no_float_of_width(kinds, w) -> bool:
