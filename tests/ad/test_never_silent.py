@@ -2698,3 +2698,48 @@ def test_int64_field_copied_out_of_a_record_with_a_double(tmp_path, opt):
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ok int64 field" in out.stdout, out.stdout
     right_or_refused(tmp_path, "#define BITS\n" + INT64_FIELD, opt, "bits")
+
+
+# Round CH: records {double d2; const double *row} kept sorted in a malloc'd array that
+# a struct points to (``List {Cand *c; int count}``), shifted by a noinline helper
+# (``r->c[i] = r->c[i - 1]``), read back through the pointers.  At -O0 the record copy
+# (a memcpy) was judged to move doubles only -- the pointer field is stored through
+# another load of ``r->c`` -- and the shadow's pointers stayed behind: the gradient
+# landed on the wrong rows (capacity-limited list) or a null shadow was read (segfault).
+SORTED_RECORDS = r"""
+typedef struct { double d2; const double *row; } Cand;
+typedef struct { Cand *c; int count; int k; } List;
+__attribute__((noinline)) static void add(List *r, double d2, const double *row) {
+    int i;
+    for (i = r->count; i > 0 && r->c[i - 1].d2 > d2; --i)
+        if (i < r->k) r->c[i] = r->c[i - 1];
+    if (i < r->k) { r->c[i].d2 = d2; r->c[i].row = row; }
+    if (r->count < r->k) r->count++;
+}
+double f(const double *X, int n, int k) {
+    List res; res.c = malloc(sizeof(Cand) * k); res.count = 0; res.k = k;
+    for (int i = 0; i < n; i++) add(&res, X[2 * i], X + 2 * i);
+    double s = 0;
+    for (int i = 0; i < res.count; i++) s += (i + 1) * res.c[i].row[1];
+    free(res.c);
+    return s;
+}
+int main(void) {
+    double X[8] = {3, 10, 1, 20, 2, 30, 4, 40}, dX[8] = {0};
+    /* all four sorted: rows 1, 2, 0, 3 */
+    __enzyme_autodiff((void *)f, enzyme_dup, X, dX, enzyme_const, 4, enzyme_const, 4);
+    check("row 1", dX[3], 1); check("row 2", dX[5], 2);
+    check("row 0", dX[1], 3); check("row 3", dX[7], 4);
+    /* the two nearest: rows 1, 2 */
+    for (int i = 0; i < 8; i++) dX[i] = 0;
+    __enzyme_autodiff((void *)f, enzyme_dup, X, dX, enzyme_const, 4, enzyme_const, 2);
+    check("k=2 row 1", dX[3], 1); check("k=2 row 2", dX[5], 2);
+    check("k=2 row 0", dX[1], 0); check("k=2 row 3", dX[7], 0);
+    return fails;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_records_with_pointers_shifted_in_a_list_a_struct_points_to(tmp_path, opt, valgrind):
+    run(tmp_path, SORTED_RECORDS, opt, valgrind)

@@ -1275,6 +1275,15 @@ class AugmentedForward:
                 # there: doubles put into a byte buffer, copied out by a helper as
                 # 8-byte integers into doubles -- the adjoint was dropped here)
                 kinds = kinds | copied_floats(inst.module, ptrs, size)
+        elif kinds & FLOAT_KINDS and "ptr" not in kinds \
+                and _mem_intrinsic(inst.callee_name or "") in ("memcpy", "memmove") \
+                and "ptr" in pointee_kinds(inst.module, ptrs, size):
+            # the objects' accesses, seen from one load of the pointer to them, can miss
+            # the pointers stored through another load of it (records of a list reached
+            # through ``r->c``, loaded afresh at -O0 for the copy and for the store of a
+            # pointer field): the byte-offset analysis follows those -- the pointers'
+            # shadows must move with the bytes
+            kinds = kinds | {"ptr"}
         try:
             return self._mem_kind_of(inst, kinds)
         except ADError:
