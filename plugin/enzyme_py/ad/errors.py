@@ -60,6 +60,11 @@ def unshadowed_store_error(p, location) -> ADError:
                         "keep them in a local array")
 
 
+def _copy_name(inst) -> str:
+    """``memcpy`` or ``memmove``, for a call of either or of their intrinsics."""
+    return (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
+
+
 def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
                                write_only=False) -> None:
     """``memcpy``/``memmove`` from memory with a shadow that holds floating-point values
@@ -81,10 +86,9 @@ def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
     size = n.value if isinstance(n, ConstantInt) else None
     if size == 0 or not memory_kinds([src], size=size) & {"double", "float", "float-other"}:
         return
-    name = (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
-    raise ADError(f"{name} copies floating-point values that carry derivatives into memory "
-                  "that has no shadow (an enzyme_const argument, or a global that gets no "
-                  "shadow global: one holding pointers or defined outside the program)",
+    raise ADError(f"{_copy_name(inst)} copies floating-point values that carry derivatives "
+                  "into memory that has no shadow (an enzyme_const argument, or a global that "
+                  "gets no shadow global: one holding pointers or defined outside the program)",
                   location=location,
                   hint="pass the destination with enzyme_dup and a shadow; for a model "
                        "object kept in a global, pass it (or its weights) to the "
@@ -94,7 +98,7 @@ def check_copy_into_unshadowed(inst, act, location, inactive_globals=(),
 def check_const_pointers_copied(inst, act, location) -> None:
     """``memcpy``/``memmove`` between memory with shadows, where the source holds, at a
     field it copies, only pointers without a shadow (``enzyme_const`` data kept in a
-    local record: the record's shadow holds null there, ``Activity._pointer_fields``)
+    local record: the record's shadow holds null there, ``Activity.unshadowed_fields``)
     and the destination is memory whose pointers are read as having shadows (a list the
     caller keeps): the null shadow bytes copied would be followed there as shadows."""
     from ..ir.values import ConstantInt
@@ -102,14 +106,12 @@ def check_const_pointers_copied(inst, act, location) -> None:
     if src not in act.shadowed or dst not in act.shadowed:
         return
     size = n.value if isinstance(n, ConstantInt) else None
-    fields = {f[0] for f in act._pointer_fields(src) if len(f) == 1}
-    if not any(act.may_hold_shadowed_pointers(dst, o) for o in fields
+    if not any(act.may_hold_shadowed_pointers(dst, o) for o in act.unshadowed_fields(src)
                if o is None or size is None or o < size):
         return      # (the same fields of the destination have no shadow either)
-    name = (inst.callee_name or "memcpy").removeprefix("llvm.").split(".")[0]
-    raise ADError(f"{name} copies a record holding a pointer without a shadow (constant "
-                  "data: an enzyme_const argument, a global, or a pointer loaded from one) "
-                  "into memory whose pointers are read as having shadows",
+    raise ADError(f"{_copy_name(inst)} copies a record holding a pointer without a shadow "
+                  "(constant data: an enzyme_const argument, a global, or a pointer loaded from "
+                  "one) into memory whose pointers are read as having shadows",
                   location=location,
                   hint="pass that data with enzyme_dup and a shadow, or keep in the record "
                        "an index into the data instead of a pointer")

@@ -571,6 +571,11 @@ class Activity:
         return st is None or st.holds_shadowed(self, None if off is None or at is None
                                                else off + at)
 
+    def unshadowed_fields(self, p) -> set:
+        """The byte offsets from ``p`` of the fields of the memory it points to that hold
+        only pointers without a shadow (None: every field; ``_pointer_fields``)."""
+        return {f[0] for f in self._pointer_fields(p) if len(f) == 1}
+
     def copied_pointers(self, p, at, o, n):
         """For ``n`` bytes (None: not known) copied from offset ``at`` of the memory
         ``p`` points to into a local at offset ``o`` (``_Slot.moved_in``): (offset in
