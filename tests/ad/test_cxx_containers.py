@@ -1109,3 +1109,27 @@ def test_variant_returned_through_helpers_and_stored(tmp_path, opt):
         return
     got = _printed(tmp_path, VARIANT, opt, flags=("-std=c++17",))
     assert got == pytest.approx([0.5, 0.0, 1.0], rel=1e-14)
+
+
+# Round CH: a std::vector of records {double w; const double *p} filled by push_back.
+# Growing it relocates the records into the new block with one memmove of
+# ``count * sizeof(Rec)`` bytes, doubles and pointers: refused ("mixes floating-point
+# values and pointers") at every level; now moved by the records' layout, element by
+# element, at -O1..-O3.  At -O0 libstdc++'s __relocate_a_1 gets the byte count from a
+# pointer difference whose division by the size the pre-AD optimisation folds away:
+# still refused there.
+VECTOR_OF_RECORDS = _program(["vector"], r"""
+struct Rec { double w; const double *p; };
+double records(const double *x, int n) {
+  std::vector<Rec> v;
+  for (int i = 0; i < n; i++) v.push_back(Rec{1.0 + i * x[i], x + (i + 1) % n});
+  double s = 0;
+  for (auto &r : v) s += r.w * *r.p;
+  return s;
+}
+""", "records", [0.5, -1.5, 2.0, 0.75, 1.25])
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O2", "-O3"])
+def test_vector_of_records_with_pointers_grown_by_push_back(tmp_path, opt):
+    assert _derivatives(tmp_path, VECTOR_OF_RECORDS, opt) == {"records"}

@@ -1378,6 +1378,10 @@ class AugmentedForward:
             # `s[i] = s[i - 1]`, one memmove at -O1): record by record, in the order
             # the overlap needs
             fields = self._shifted_records(inst)
+            if fields is None and not self._same_object(inst):
+                # records moved into other storage (std::vector's relocation into the
+                # block it grew into): by the records' layout, element by element
+                fields = self._float_fields(inst, pointers=True)
             if fields is not None:
                 gen.mem_fields[inst] = fields
                 return "mixed"
@@ -1426,6 +1430,16 @@ class AugmentedForward:
         if got is not None and not isinstance(n, ConstantInt):
             self.gen.mem_strides[inst] = size
         return got
+
+    def _same_object(self, inst) -> bool:
+        """Whether a memmove moves bytes within one object as far as the IR shows (its
+        ends derive from the same pointer).  Ends from different pointers -- a block
+        allocated here and the old storage, two pointers a helper got -- that overlap
+        all the same point into one array of the records: whole records apart, which
+        the move helpers take in memmove's order."""
+        from ..analysis.activity import underlying_object
+        a, b = (underlying_object(p) for p in inst.args[:2])
+        return a is b
 
     def _shifted_records(self, inst):
         """For a memmove within one array by a distance ``d`` (records of pointers and
